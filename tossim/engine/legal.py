@@ -1,0 +1,321 @@
+"""Legal actions for a seat now, and the checks that reject everything else.
+
+The same list is sent to clients with every observation, used by the scripted
+bots, and turned into the grammar of an LLM turn; `check` re-validates each
+command against it, so what a seat is offered and what the engine accepts can
+never drift apart. Rejections carry a fault kind (seed 002's taxonomy) and the
+candidates the actor could have meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tossim.engine.commands import (
+    Chat,
+    Command,
+    DayAction,
+    Judge,
+    NightAction,
+    PhaseTimeout,
+    Vote,
+    Whisper,
+    WriteDeathNote,
+    WriteWill,
+)
+from tossim.engine.roles import Ability, Faction, TargetRule
+from tossim.engine.state import (
+    DAY_PHASES,
+    MAX_CHAT,
+    MAX_DEATH_NOTE,
+    MAX_WILL,
+    Game,
+    Phase,
+    Player,
+)
+
+VERDICTS = ("guilty", "innocent", "abstain")
+TALK_PHASES = frozenset({Phase.DAY1, Phase.DISCUSSION, Phase.VOTING, Phase.JUDGEMENT})
+
+
+@dataclass(frozen=True, slots=True)
+class LegalAction:
+    """One thing a seat may do now. `targets` are the allowed player slots;
+    `n_targets` how many to name (0: none); `options` the allowed words
+    (verdicts, chat channels)."""
+
+    kind: str  # chat whisper vote judge night jail seance reveal will death_note
+    targets: tuple[int, ...] = ()
+    n_targets: int = 0
+    ability: str = ""
+    options: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "targets": list(self.targets), "n_targets": self.n_targets,
+                "ability": self.ability, "options": list(self.options)}
+
+
+class IllegalCommand(ValueError):
+    """A well-formed command the engine will not execute now.
+
+    fault: intention (not available now), premise (target dead, jailed, not in
+    the game ...), parameter (missing/extra argument, bad length) or
+    expression (ambiguous name; raised by name resolvers, not the engine).
+    """
+
+    def __init__(self, reason: str, fault: str = "intention",
+                 candidates: tuple[int, ...] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fault = fault
+        self.candidates = candidates
+
+
+# ---- channels ----------------------------------------------------------------------
+
+def chat_channels(game: Game, p: Player) -> tuple[str, ...]:
+    """Where `p` can talk right now, most specific first."""
+    phase = game.phase
+    if phase is Phase.ENDED:
+        return ()
+    if phase in DAY_PHASES:
+        if not p.alive:
+            return ("dead",)
+        if phase in (Phase.DEFENSE, Phase.LAST_WORDS):
+            return ("public",) if p.slot == game.accused else ()
+        return ("public",)
+    # night
+    out: list[str] = []
+    if game.seance is not None and p.slot in game.seance:
+        out.append("seance")
+    if not p.alive:
+        out.append("dead")
+        return tuple(out)
+    if game.prisoner is not None and (p.slot == game.prisoner or p.role == "jailor"):
+        out.insert(0, "jail")
+        if p.slot == game.prisoner:
+            return tuple(out)
+    if p.faction is Faction.MAFIA:
+        out.append("mafia")
+    if p.role == "medium":
+        out.append("dead")
+    return tuple(out)
+
+
+# ---- targets -----------------------------------------------------------------------
+
+def ability_targets(game: Game, p: Player, ability: Ability) -> tuple[int, ...]:
+    rule = ability.rule
+    living = [q.slot for q in game.players if q.alive]
+    if rule is TargetRule.LIVING_OTHER:
+        out = [s for s in living if s != p.slot]
+    elif rule is TargetRule.LIVING_ANY:
+        out = list(living)
+    elif rule is TargetRule.LIVING_NON_MAFIA:
+        out = [s for s in living if game.player(s).faction is not Faction.MAFIA]
+    elif rule is TargetRule.SELF:
+        out = [p.slot]
+    elif rule is TargetRule.PRISONER:
+        out = [game.prisoner] if game.prisoner is not None else []
+    elif rule is TargetRule.DEAD_TOWN:
+        out = [q.slot for q in game.players if not q.alive and q.faction is Faction.TOWN
+               and q.slot not in game.night_revived]
+    else:  # HAUNT
+        out = [s for s in game.haunt_candidates if game.player(s).alive]
+    # role-specific limits
+    if p.role == "doctor":
+        out = [s for s in out if not game.player(s).revealed
+               and (s != p.slot or p.uses.get("self_heal", 0) > 0)]
+    elif p.role == "bodyguard" and p.uses.get("vest", 0) <= 0:
+        out = [s for s in out if s != p.slot]
+    elif ability.name == "seance":
+        out = [s for s in out if s != p.slot]
+    return tuple(out)
+
+
+def night_ability(game: Game, p: Player) -> Ability | None:
+    """The ability `p` may use tonight, if any."""
+    if game.phase is not Phase.NIGHT:
+        return None
+    if not p.alive:
+        return p.spec.night if p.slot == game.haunter else None
+    ability = p.spec.night
+    if ability is None or p.slot == game.prisoner or ability.name == "haunt":
+        return None
+    if ability.not_first_night and game.day == 1:
+        return None
+    if ability.uses is not None and p.uses.get(ability.uses, 0) <= 0:
+        return None
+    if ability.name == "execute" and game.prisoner is None:
+        return None
+    return ability
+
+
+def day_ability(game: Game, p: Player) -> Ability | None:
+    if game.phase not in DAY_PHASES:
+        return None
+    ability = p.spec.day
+    if ability is None:
+        return None
+    if ability.name == "seance":
+        return ability if not p.alive and p.uses.get("seance", 0) > 0 else None
+    if not p.alive:
+        return None
+    if ability.name == "reveal" and p.revealed:
+        return None
+    return ability
+
+
+# ---- the list ----------------------------------------------------------------------
+
+def legal_actions(game: Game, slot: int) -> list[LegalAction]:
+    if game.phase is Phase.ENDED:
+        return []
+    p = game.player(slot)
+    out: list[LegalAction] = []
+    channels = chat_channels(game, p)
+    if channels:
+        out.append(LegalAction("chat", options=channels))
+    phase = game.phase
+    if p.alive and phase in TALK_PHASES and not p.revealed:
+        targets = tuple(q.slot for q in game.players
+                        if q.alive and q.slot != slot and not q.revealed)
+        if targets:
+            out.append(LegalAction("whisper", targets=targets, n_targets=1))
+    if p.alive and phase is Phase.VOTING:
+        targets = tuple(q.slot for q in game.players if q.alive and q.slot != slot)
+        out.append(LegalAction("vote", targets=targets, n_targets=1))
+    if p.alive and phase is Phase.JUDGEMENT and slot != game.accused:
+        out.append(LegalAction("judge", options=VERDICTS))
+    ability = night_ability(game, p)
+    if ability is not None:
+        targets = ability_targets(game, p, ability)
+        n = 0 if ability.rule is TargetRule.SELF else ability.targets
+        if targets and len(targets) >= n:
+            out.append(LegalAction("night", targets=targets, n_targets=n, ability=ability.name))
+    day = day_ability(game, p)
+    if day is not None:
+        if day.name == "reveal":
+            out.append(LegalAction("reveal", ability="reveal"))
+        else:
+            targets = ability_targets(game, p, day)
+            if targets:
+                out.append(LegalAction(day.name, targets=targets, n_targets=1, ability=day.name))
+    if p.alive:
+        out.append(LegalAction("will"))
+        if p.spec.death_note:
+            out.append(LegalAction("death_note"))
+    return out
+
+
+def find(actions: list[LegalAction], kind: str) -> LegalAction | None:
+    return next((a for a in actions if a.kind == kind), None)
+
+
+# ---- checking ----------------------------------------------------------------------
+
+def _target_fault(game: Game, slot: int, target: int, allowed: tuple[int, ...],
+                  what: str) -> IllegalCommand:
+    if not game.has_slot(target):
+        return IllegalCommand(f"There is no player {target} in this game.", "premise", allowed)
+    t = game.player(target)
+    if target == slot:
+        reason = f"You cannot {what} yourself."
+    elif not t.alive:
+        reason = f"{t.name} is dead."
+    elif t.revealed:
+        reason = f"{t.name} is the revealed Mayor."
+    else:
+        reason = f"You cannot {what} {t.name}."
+    return IllegalCommand(reason, "premise", allowed)
+
+
+def _require(game: Game, slot: int, kind: str, what: str) -> LegalAction:
+    action = find(legal_actions(game, slot), kind)
+    if action is not None:
+        return action
+    p = game.player(slot)
+    if game.phase is Phase.ENDED:
+        raise IllegalCommand("The game is over.")
+    if not p.alive and kind not in ("chat", "seance", "night"):
+        raise IllegalCommand(f"You are dead and cannot {what}.")
+    if game.prisoner == slot and kind == "night":
+        raise IllegalCommand("You are in jail and cannot act tonight.")
+    raise IllegalCommand(f"You cannot {what} now ({_phase_name(game)}).")
+
+
+def _phase_name(game: Game) -> str:
+    if game.phase is Phase.NIGHT:
+        return f"Night {game.day}"
+    return f"Day {game.day}, {game.phase.value.replace('_', ' ')}"
+
+
+def _check_text(text: str, limit: int, what: str, allow_empty: bool = False) -> None:
+    if not allow_empty and not text.strip():
+        raise IllegalCommand(f"Your {what} is empty.", "parameter")
+    if len(text) > limit:
+        raise IllegalCommand(f"Your {what} is {len(text)} characters; the limit is {limit}.",
+                             "parameter")
+
+
+def check(game: Game, cmd: Command) -> None:
+    """Raise IllegalCommand unless `cmd` may be applied now."""
+    if isinstance(cmd, PhaseTimeout):
+        if game.phase is Phase.ENDED:
+            raise IllegalCommand("The game is over.")
+        if cmd.phase_seq is not None and cmd.phase_seq != game.phase_seq:
+            raise IllegalCommand("This timer belongs to an earlier phase.", "premise")
+        return
+    actor = getattr(cmd, "actor", None)
+    if not game.has_slot(actor):
+        raise IllegalCommand(f"There is no player {actor} in this game.", "premise")
+    assert isinstance(actor, int)
+    if isinstance(cmd, Chat):
+        action = _require(game, actor, "chat", "talk")
+        _check_text(cmd.text, MAX_CHAT, "message")
+        if cmd.channel is not None and cmd.channel not in action.options:
+            raise IllegalCommand(f"You cannot talk in the {cmd.channel} channel now.",
+                                 "premise", ())
+    elif isinstance(cmd, Whisper):
+        action = _require(game, actor, "whisper", "whisper")
+        _check_text(cmd.text, MAX_CHAT, "whisper")
+        if cmd.target not in action.targets:
+            raise _target_fault(game, actor, cmd.target, action.targets, "whisper to")
+    elif isinstance(cmd, Vote):
+        action = _require(game, actor, "vote", "vote")
+        if cmd.target is not None and cmd.target not in action.targets:
+            raise _target_fault(game, actor, cmd.target, action.targets, "vote for")
+    elif isinstance(cmd, Judge):
+        _require(game, actor, "judge", "vote on a verdict")
+        if cmd.verdict not in VERDICTS:
+            raise IllegalCommand(f"A verdict is one of {', '.join(VERDICTS)}.", "parameter")
+    elif isinstance(cmd, NightAction):
+        action = _require(game, actor, "night", "act tonight")
+        if not cmd.targets:
+            return  # cancelling is always allowed
+        if len(cmd.targets) != max(action.n_targets, 1):
+            raise IllegalCommand(
+                f"{action.ability} takes {max(action.n_targets, 1)} target(s), "
+                f"not {len(cmd.targets)}.", "parameter", action.targets)
+        if len(set(cmd.targets)) != len(cmd.targets):
+            raise IllegalCommand("Name two different players.", "parameter", action.targets)
+        for t in cmd.targets:
+            if t not in action.targets:
+                raise _target_fault(game, actor, t, action.targets, action.ability)
+    elif isinstance(cmd, DayAction):
+        if cmd.ability not in ("jail", "seance", "reveal"):
+            raise IllegalCommand(f"Unknown day ability {cmd.ability!r}.", "parameter")
+        action = _require(game, actor, cmd.ability, cmd.ability)
+        if cmd.ability == "reveal":
+            if cmd.target is not None:
+                raise IllegalCommand("Revealing takes no target.", "parameter")
+        elif cmd.target is not None and cmd.target not in action.targets:
+            raise _target_fault(game, actor, cmd.target, action.targets, cmd.ability)
+    elif isinstance(cmd, WriteWill):
+        _require(game, actor, "will", "write a will")
+        _check_text(cmd.text, MAX_WILL, "will", allow_empty=True)
+    elif isinstance(cmd, WriteDeathNote):
+        _require(game, actor, "death_note", "write a death note")
+        _check_text(cmd.text, MAX_DEATH_NOTE, "death note", allow_empty=True)
+    else:  # pragma: no cover - every command type is listed above
+        raise IllegalCommand(f"Unknown command {cmd!r}.", "intention")

@@ -1,0 +1,284 @@
+"""The role table: every role is data plus, at most, one night and one day ability.
+
+Keeping roles as data (instead of one class per role) lets the night pipeline,
+the legal-action builder, the docs generator and the prompt builder all read the
+same facts, so none of them can disagree about what a role can do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+
+
+class Faction(StrEnum):
+    TOWN = "town"
+    MAFIA = "mafia"
+    NEUTRAL = "neutral"
+
+
+class Level(IntEnum):
+    """Attack and defense share one scale: an attack kills only if attack > defense."""
+
+    NONE = 0
+    BASIC = 1
+    POWERFUL = 2
+    UNSTOPPABLE = 3  # attack; as a defense value it reads "Invincible"
+
+
+class TargetRule(StrEnum):
+    """Who a night or day ability may be aimed at (checked by `legal.py`)."""
+
+    LIVING_OTHER = "living_other"  # a living player other than yourself
+    LIVING_ANY = "living_any"  # any living player, yourself included
+    LIVING_NON_MAFIA = "living_non_mafia"  # a living player outside the Mafia
+    SELF = "self"  # no choice: the action is on yourself (Veteran alert)
+    PRISONER = "prisoner"  # the player you jailed tonight
+    DEAD_TOWN = "dead_town"  # a dead Town member (Retributionist)
+    HAUNT = "haunt"  # a living guilty (or abstaining) voter of your lynch
+
+
+@dataclass(frozen=True)
+class Ability:
+    """One ability. Priorities follow the rules reference (A2.1); `order` breaks
+    ties inside a priority the way the reference's "(highest)" rows do."""
+
+    name: str
+    priority: int
+    targets: int = 1
+    rule: TargetRule = TargetRule.LIVING_OTHER
+    visits: bool = True
+    uses: str | None = None  # key into Player.uses that this ability consumes
+    not_first_night: bool = False
+    order: int = 5
+    verb: str = ""  # "heal", used in legal-action text: "heal a player"
+
+
+@dataclass(frozen=True)
+class Role:
+    key: str
+    name: str
+    faction: Faction
+    alignment: str
+    summary: str
+    goal: str
+    attack: Level = Level.NONE
+    defense: Level = Level.NONE
+    unique: bool = False
+    night: Ability | None = None
+    day: Ability | None = None
+    uses: dict[str, int] = field(default_factory=dict)
+    roleblock_immune: bool = False
+    control_immune: bool = False
+    detection_immune: bool = False
+    death_note: bool = False
+    flavour: str = ""  # Consigliere text: "Your target <flavour>."
+    win: str = ""  # win condition key, see victory.py
+
+
+TOWN_GOAL = "Lynch every criminal and evildoer."
+MAFIA_GOAL = "Kill anyone that will not submit to the Mafia."
+
+_ROLES: tuple[Role, ...] = (
+    Role(
+        "sheriff", "Sheriff", Faction.TOWN, "Town Investigative",
+        "Interrogate one person each night to learn whether they are suspicious.",
+        TOWN_GOAL,
+        night=Ability("interrogate", 4, verb="interrogate"),
+        flavour="is a protector of the Town", win="town",
+    ),
+    Role(
+        "doctor", "Doctor", Faction.TOWN, "Town Protective",
+        "Heal one person each night, giving them Powerful defense. You may heal "
+        "yourself once. You cannot heal a revealed Mayor.",
+        TOWN_GOAL,
+        night=Ability("heal", 3, rule=TargetRule.LIVING_ANY, verb="heal"),
+        uses={"self_heal": 1}, flavour="is a professional surgeon", win="town",
+    ),
+    Role(
+        "investigator", "Investigator", Faction.TOWN, "Town Investigative",
+        "Investigate one person each night for a list of roles they could be.",
+        TOWN_GOAL,
+        night=Ability("investigate", 4, verb="investigate"),
+        flavour="gathers information about people", win="town",
+    ),
+    Role(
+        "jailor", "Jailor", Faction.TOWN, "Town Killing",
+        "During the day choose someone to jail that night. You talk with your "
+        "prisoner anonymously and may execute them (3 executions, never on Night 1). "
+        "Executing a Town member costs you every execution left.",
+        TOWN_GOAL, attack=Level.UNSTOPPABLE, unique=True,
+        night=Ability("execute", 5, rule=TargetRule.PRISONER, visits=False,
+                      uses="executions", not_first_night=True, verb="execute"),
+        day=Ability("jail", 0, visits=False, verb="jail"),
+        uses={"executions": 3}, flavour="detains people at night", win="town",
+    ),
+    Role(
+        "medium", "Medium", Faction.TOWN, "Town Support",
+        "Speak with the dead at night, anonymously. Once dead, you may choose one "
+        "living player during a day to talk to that night (a seance).",
+        TOWN_GOAL,
+        day=Ability("seance", 0, rule=TargetRule.LIVING_ANY, visits=False,
+                    uses="seance", verb="seance"),
+        uses={"seance": 1}, flavour="speaks with the dead", win="town",
+    ),
+    Role(
+        "godfather", "Godfather", Faction.MAFIA, "Mafia Killing",
+        "Choose the Mafia's target each night. The Mafioso carries out your order; "
+        "without one you attack in person. You appear innocent to the Sheriff.",
+        MAFIA_GOAL, attack=Level.BASIC, defense=Level.BASIC, unique=True,
+        night=Ability("kill", 5, rule=TargetRule.LIVING_NON_MAFIA, verb="kill"),
+        detection_immune=True, death_note=True,
+        flavour="is the leader of the Mafia", win="mafia",
+    ),
+    Role(
+        "framer", "Framer", Faction.MAFIA, "Mafia Deception",
+        "Frame one person each night so that they look guilty to investigators.",
+        MAFIA_GOAL,
+        night=Ability("frame", 3, rule=TargetRule.LIVING_NON_MAFIA, verb="frame"),
+        flavour="has a desire to deceive", win="mafia",
+    ),
+    Role(
+        "executioner", "Executioner", Faction.NEUTRAL, "Neutral Evil",
+        "Trick the Town into lynching your target. If your target dies at night "
+        "you become a Jester.",
+        "Get your target lynched at any cost.", defense=Level.BASIC,
+        flavour="wants someone to be lynched at any cost", win="executioner",
+    ),
+    Role(
+        "escort", "Escort", Faction.TOWN, "Town Support",
+        "Distract one person each night, role blocking them. You cannot be role "
+        "blocked. A Serial Killer you visit will attack you.",
+        TOWN_GOAL,
+        night=Ability("distract", 2, order=1, verb="role block"),
+        roleblock_immune=True, flavour="is a beautiful person working for the Town",
+        win="town",
+    ),
+    Role(
+        "mafioso", "Mafioso", Faction.MAFIA, "Mafia Killing",
+        "Carry out the Godfather's orders. If the Godfather dies you become the Godfather.",
+        MAFIA_GOAL, attack=Level.BASIC, unique=True,
+        night=Ability("kill", 5, rule=TargetRule.LIVING_NON_MAFIA, verb="kill"),
+        death_note=True, flavour="does the Godfather's dirty work", win="mafia",
+    ),
+    Role(
+        "lookout", "Lookout", Faction.TOWN, "Town Investigative",
+        "Watch one person's house each night to see who visits them.",
+        TOWN_GOAL,
+        night=Ability("watch", 4, verb="watch"),
+        flavour="watches who visits people at night", win="town",
+    ),
+    Role(
+        "serial_killer", "Serial Killer", Faction.NEUTRAL, "Neutral Killing",
+        "Kill one person each night. Role blockers who visit you are attacked.",
+        "Kill everyone who would oppose you.", attack=Level.BASIC, defense=Level.BASIC,
+        night=Ability("kill", 5, verb="kill"), roleblock_immune=True, death_note=True,
+        flavour="wants to kill everyone", win="serial_killer",
+    ),
+    Role(
+        "veteran", "Veteran", Faction.TOWN, "Town Killing",
+        "Go on alert (3 times): you gain Basic defense and shoot everyone who visits you.",
+        TOWN_GOAL, attack=Level.POWERFUL, unique=True,
+        night=Ability("alert", 1, rule=TargetRule.SELF, visits=False, uses="alerts",
+                      order=2, verb="go on alert"),
+        uses={"alerts": 3}, roleblock_immune=True, control_immune=True,
+        flavour="is a paranoid war hero", win="town",
+    ),
+    Role(
+        "vigilante", "Vigilante", Faction.TOWN, "Town Killing",
+        "Shoot one person at night (3 bullets, not on Night 1). If you kill a Town "
+        "member you will shoot yourself over the guilt the next night.",
+        TOWN_GOAL, attack=Level.BASIC,
+        night=Ability("shoot", 5, uses="bullets", not_first_night=True, verb="shoot"),
+        uses={"bullets": 3}, flavour="will bend the law to enact justice", win="town",
+    ),
+    Role(
+        "jester", "Jester", Faction.NEUTRAL, "Neutral Evil",
+        "Trick the Town into lynching you. If you are lynched, you haunt one of "
+        "the players who voted guilty or abstained the next night.",
+        "Get yourself lynched by any means necessary.",
+        attack=Level.UNSTOPPABLE,
+        night=Ability("haunt", 1, rule=TargetRule.HAUNT, visits=False, order=4,
+                      verb="haunt"),
+        flavour="wants to be lynched", win="jester",
+    ),
+    Role(
+        "bodyguard", "Bodyguard", Faction.TOWN, "Town Protective",
+        "Guard one person each night: you fight off the first attacker who visits "
+        "them and die in their place. Once you may guard yourself with a vest.",
+        TOWN_GOAL, attack=Level.POWERFUL,
+        night=Ability("guard", 3, rule=TargetRule.LIVING_ANY, verb="guard"),
+        uses={"vest": 1}, flavour="is a trained protector", win="town",
+    ),
+    Role(
+        "mayor", "Mayor", Faction.TOWN, "Town Support",
+        "Reveal yourself during the day to gain 3 votes. A revealed Mayor cannot be "
+        "healed by a Doctor and cannot whisper or be whispered to.",
+        TOWN_GOAL, unique=True,
+        day=Ability("reveal", 0, targets=0, rule=TargetRule.SELF, visits=False,
+                    verb="reveal"),
+        flavour="is the leader of the Town", win="town",
+    ),
+    Role(
+        "retributionist", "Retributionist", Faction.TOWN, "Town Support",
+        "Once per game, bring a dead Town member back to life.",
+        TOWN_GOAL, unique=True,
+        night=Ability("revive", 1, rule=TargetRule.DEAD_TOWN, visits=False,
+                      uses="revive", order=6, verb="revive"),
+        uses={"revive": 1}, flavour="wields mystical power", win="town",
+    ),
+    Role(
+        "spy", "Spy", Faction.TOWN, "Town Investigative",
+        "You see whom the Mafia visit each night and you read every whisper.",
+        TOWN_GOAL, flavour="secretly watches who someone visits", win="town",
+    ),
+    Role(
+        "transporter", "Transporter", Faction.TOWN, "Town Support",
+        "Swap two people at night: every action aimed at one hits the other. You "
+        "cannot be role blocked or controlled.",
+        TOWN_GOAL,
+        night=Ability("transport", 1, targets=2, rule=TargetRule.LIVING_ANY, order=1,
+                      verb="transport"),
+        roleblock_immune=True, control_immune=True,
+        flavour="specializes in transportation", win="town",
+    ),
+)
+
+ROLES: dict[str, Role] = {r.key: r for r in _ROLES}
+ROLE_BY_NAME: dict[str, Role] = {r.name.lower(): r for r in _ROLES}
+
+# Investigator groups (rules reference A4, Classic, 11 groups). The full sets are
+# kept, roles this engine does not deal included, so results read like the game's.
+INVESTIGATOR_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("Vigilante", "Veteran", "Mafioso"),
+    ("Medium", "Janitor", "Retributionist"),
+    ("Survivor", "Vampire Hunter", "Amnesiac"),
+    ("Spy", "Blackmailer", "Jailor"),
+    ("Sheriff", "Executioner", "Werewolf"),
+    ("Framer", "Vampire", "Jester"),
+    ("Lookout", "Forger", "Witch"),
+    ("Escort", "Transporter", "Consort"),
+    ("Doctor", "Disguiser", "Serial Killer"),
+    ("Investigator", "Consigliere", "Mayor"),
+    ("Bodyguard", "Godfather", "Arsonist"),
+)
+GROUP_OF: dict[str, tuple[str, ...]] = {
+    name: group for group in INVESTIGATOR_GROUPS for name in group
+}
+FRAMER_GROUP = GROUP_OF["Framer"]
+
+RANDOM_TOWN_EXCLUDED = frozenset({"vampire_hunter"})
+
+
+def role(key: str) -> Role:
+    return ROLES[key]
+
+
+def find_role(name: str) -> Role | None:
+    """Look a role up by key ("serial_killer") or display name ("Serial Killer")."""
+    key = name.strip().lower()
+    return ROLES.get(key.replace(" ", "_")) or ROLE_BY_NAME.get(key)
+
+
+def town_roles() -> list[Role]:
+    return [r for r in _ROLES if r.faction is Faction.TOWN and r.key not in RANDOM_TOWN_EXCLUDED]

@@ -1,0 +1,247 @@
+"""The engine's entry points: `new_game(config)` and `apply(game, command)`.
+
+Both are deterministic: the same config (with its seed) and the same command
+log give the same event log, byte for byte. Nothing here does I/O or reads a
+clock; the server turns phase durations into `PhaseTimeout` commands.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tossim.engine import legal, phases
+from tossim.engine.commands import (
+    Chat,
+    Command,
+    DayAction,
+    Judge,
+    NightAction,
+    PhaseTimeout,
+    Vote,
+    Whisper,
+    WriteDeathNote,
+    WriteWill,
+)
+from tossim.engine.events import PUBLIC, Audience, Event, to
+from tossim.engine.log import emit
+from tossim.engine.modes import RANDOM_TOWN, TOWN_KILLING, get_mode
+from tossim.engine.roles import ROLES, Faction, find_role, town_roles
+from tossim.engine.state import Game, GameConfig, Phase, Player
+
+
+class ConfigError(ValueError):
+    """A game config that cannot produce a game (bad player count, unknown role ...)."""
+
+
+def deal(config: GameConfig, rng: random.Random) -> list[str]:
+    """Role keys in seat order: the mode's first N slots, random slots drawn,
+    then shuffled over the seats; or the config's fixed roles."""
+    if config.roles:
+        if len(config.roles) != config.players:
+            raise ConfigError(f"{len(config.roles)} roles for {config.players} players")
+        keys = []
+        for name in config.roles:
+            r = find_role(name)
+            if r is None:
+                raise ConfigError(f"unknown role {name!r}")
+            keys.append(r.key)
+        return keys
+    mode = get_mode(config.mode)
+    if not mode.min_players <= config.players <= mode.max_players:
+        raise ConfigError(f"{mode.name} needs {mode.min_players}-{mode.max_players} players, "
+                          f"not {config.players}")
+    keys = [s for s in mode.slots[: config.players]]
+    for i, slot in enumerate(keys):
+        if slot == TOWN_KILLING:
+            keys[i] = rng.choice(["veteran", "vigilante"])
+    for i, slot in enumerate(keys):
+        if slot == RANDOM_TOWN:
+            taken = set(keys)
+            pool = [r.key for r in town_roles() if not (r.unique and r.key in taken)]
+            keys[i] = rng.choice(pool)
+    rng.shuffle(keys)
+    return keys
+
+
+def new_game(config: GameConfig) -> Game:
+    flags = config.rule_flags()
+    if config.names and len(config.names) != config.players:
+        raise ConfigError(f"{len(config.names)} names for {config.players} players")
+    if len(set(config.names)) != len(config.names):
+        raise ConfigError("player names must be unique")
+    rng = random.Random(config.seed)
+    keys = deal(config, rng)
+    names = config.names or tuple(f"Player {i}" for i in range(1, config.players + 1))
+    players = [
+        Player(slot=i, name=names[i - 1], role=k, original_role=k, uses=dict(ROLES[k].uses))
+        for i, k in enumerate(keys, start=1)
+    ]
+    game = Game(config=config, flags=flags, players=players, rng=rng)
+    for p in players:
+        if p.role == "executioner":
+            pool = [q.slot for q in players
+                    if q.faction is Faction.TOWN and q.role not in ("jailor", "mayor")]
+            if pool:
+                p.target = rng.choice(pool)
+            else:
+                p.role = "jester"
+    mode = get_mode(config.mode)
+    emit(game, "game.start", PUBLIC,
+         data={"mode": config.mode, "players": [{"slot": p.slot, "name": p.name}
+                                                for p in players],
+               "role_list": list(mode.slots[: config.players]) if not config.roles else []},
+         mode=mode.name, count=config.players)
+    for p in players:
+        emit(game, "game.role", to(p.slot), data={"role": p.spec.name},
+             role=p.spec.name, summary=p.spec.summary)
+    mafia = [p for p in players if p.faction is Faction.MAFIA]
+    if mafia:
+        emit(game, "game.mafia_team", Audience("mafia", frozenset(p.slot for p in mafia)),
+             data={"members": [{"slot": p.slot, "role": p.spec.name} for p in mafia]},
+             members=", ".join(f"{p.name} ({p.spec.name})" for p in mafia))
+    for p in players:
+        if p.role == "executioner" and p.target is not None:
+            emit(game, "game.executioner_target", to(p.slot), data={"target": p.target},
+                 target=game.name(p.target))
+    emit(game, "phase.day1", PUBLIC)
+    return game
+
+
+def apply(game: Game, cmd: Command) -> list[Event]:
+    """Validate and apply one command; return the events it produced.
+    Raises legal.IllegalCommand (and changes nothing) if it is not allowed now."""
+    legal.check(game, cmd)
+    start = len(game.events)
+    game.commands.append(cmd.to_dict())
+    _dispatch(game, cmd)
+    return game.events[start:]
+
+
+def _dispatch(game: Game, cmd: Command) -> None:
+    if isinstance(cmd, PhaseTimeout):
+        phases.advance(game)
+    elif isinstance(cmd, Chat):
+        _chat(game, cmd)
+    elif isinstance(cmd, Whisper):
+        _whisper(game, cmd)
+    elif isinstance(cmd, Vote):
+        phases.cast_vote(game, cmd.actor, cmd.target)
+    elif isinstance(cmd, Judge):
+        phases.cast_verdict(game, cmd.actor, cmd.verdict)
+    elif isinstance(cmd, NightAction):
+        _night_action(game, cmd)
+    elif isinstance(cmd, DayAction):
+        _day_action(game, cmd)
+    elif isinstance(cmd, WriteWill):
+        game.player(cmd.actor).will = cmd.text
+        emit(game, "will.saved", to(cmd.actor), data={"will": cmd.text})
+    elif isinstance(cmd, WriteDeathNote):
+        game.player(cmd.actor).death_note = cmd.text
+        emit(game, "death_note.saved", to(cmd.actor), data={"death_note": cmd.text})
+
+
+def _chat(game: Game, cmd: Chat) -> None:
+    p = game.player(cmd.actor)
+    channel = cmd.channel or legal.chat_channels(game, p)[0]
+    text = cmd.text
+    if channel == "public":
+        emit(game, "chat.public", PUBLIC, data={"author": p.slot, "text": text},
+             author=p.name, text=text)
+    elif channel == "mafia":
+        audience = phases.mafia_audience(game)
+        emit(game, "chat.mafia", audience, data={"author": p.slot, "text": text},
+             author=p.name, text=text)
+        if game.flags.spy_reads_mafia_chat:
+            spies = frozenset(q.slot for q in game.living() if q.role == "spy")
+            if spies:
+                emit(game, "chat.spy_mafia", Audience("players", spies),
+                     data={"text": text}, text=text)
+    elif channel == "jail":
+        assert game.prisoner is not None
+        jailor = next(q.slot for q in game.living() if q.role == "jailor")
+        audience = Audience("jail", frozenset({jailor, game.prisoner}))
+        if p.role == "jailor" and p.slot != game.prisoner:
+            emit(game, "chat.jail", audience, data={"author": None, "as": "Jailor",
+                                                    "text": text},
+                 secret={"author": p.slot}, author="Jailor", text=text)
+        else:
+            emit(game, "chat.jail", audience, data={"author": p.slot, "text": text},
+                 author=p.name, text=text)
+    elif channel == "seance":
+        assert game.seance is not None
+        audience = Audience("seance", frozenset(game.seance))
+        if p.slot == game.seance[0]:
+            emit(game, "chat.seance", audience, data={"author": None, "as": "Medium",
+                                                      "text": text},
+                 secret={"author": p.slot}, author="Medium", text=text)
+        else:
+            emit(game, "chat.seance", audience, data={"author": p.slot, "text": text},
+                 author=p.name, text=text)
+    else:  # dead chat; a living Medium speaks anonymously
+        audience = phases.dead_audience(game)
+        if p.alive:
+            emit(game, "chat.dead", audience, data={"author": None, "as": "Medium",
+                                                    "text": text},
+                 secret={"author": p.slot}, author="Medium", text=text)
+        else:
+            emit(game, "chat.dead", audience, data={"author": p.slot, "text": text},
+                 author=p.name, text=text)
+
+
+def _whisper(game: Game, cmd: Whisper) -> None:
+    spies = [q.slot for q in game.living() if q.role == "spy"]
+    audience = Audience("players", frozenset({cmd.actor, cmd.target, *spies}))
+    author, target = game.name(cmd.actor), game.name(cmd.target)
+    emit(game, "chat.whisper", audience,
+         data={"author": cmd.actor, "target": cmd.target, "text": cmd.text},
+         author=author, target=target, text=cmd.text)
+    emit(game, "chat.whisper_notice", PUBLIC, data={"author": cmd.actor, "target": cmd.target},
+         author=author, target=target)
+
+
+def _night_action(game: Game, cmd: NightAction) -> None:
+    p = game.player(cmd.actor)
+    if not cmd.targets:
+        if game.night_actions.pop(cmd.actor, None) is not None:
+            emit(game, "night.cancel", to(cmd.actor), data={})
+        return
+    game.night_actions[cmd.actor] = cmd.targets
+    ability = legal.night_ability(game, p)
+    assert ability is not None
+    names = " and ".join(game.name(t) for t in cmd.targets)
+    if ability.name == "alert":
+        names = "yourself"
+    if p.faction is not Faction.MAFIA:
+        emit(game, "night.chosen", to(cmd.actor),
+             data={"ability": ability.name, "targets": list(cmd.targets)},
+             verb=ability.verb, targets=names)
+    else:
+        # the Mafia see each other's choices, as in the game's night chat
+        emit(game, "night.mafia_chosen", phases.mafia_audience(game),
+             data={"actor": p.slot, "ability": ability.name, "targets": list(cmd.targets)},
+             actor=p.name, verb=ability.verb, targets=names)
+
+
+def _day_action(game: Game, cmd: DayAction) -> None:
+    p = game.player(cmd.actor)
+    if cmd.ability == "reveal":
+        p.revealed = True
+        emit(game, "mayor.reveal", PUBLIC, data={"player": p.slot, "role": "Mayor"},
+             name=p.name)
+        if game.phase is Phase.VOTING and game.votes.get(p.slot) is not None:
+            target = game.votes[p.slot]
+            tally = sum(phases.weight(game, v) for v, t in game.votes.items() if t == target)
+            if tally >= phases.votes_needed(game):
+                phases.start_trial(game, target)
+    elif cmd.ability == "jail":
+        game.jail_choice = cmd.target
+        if cmd.target is None:
+            emit(game, "jail.cancel", to(p.slot), data={})
+        else:
+            emit(game, "jail.chosen", to(p.slot), data={"target": cmd.target},
+                 target=game.name(cmd.target))
+    else:
+        game.seance_choice = cmd.target
+        if cmd.target is not None:
+            emit(game, "seance.chosen", to(p.slot), data={"target": cmd.target},
+                 target=game.name(cmd.target))

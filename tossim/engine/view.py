@@ -1,0 +1,174 @@
+"""The projection: `view(game, viewer)` is the ONLY way information leaves the engine.
+
+The server, the replay viewer, the prompt builder, the AI tools and the
+scripted bots all read games through this module, so a hidden role, another
+faction's chat or another player's night result can only reach a viewer if
+this file lets it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tossim.engine.events import Event
+from tossim.engine.legal import LegalAction, legal_actions
+from tossim.engine.roles import ROLES, Faction
+from tossim.engine.state import Game, Phase, Player
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    kind: str  # player | public | omniscient
+    slot: int | None = None
+
+    @staticmethod
+    def player(slot: int) -> Viewer:
+        return Viewer("player", slot)
+
+    def label(self) -> str:
+        return f"player {self.slot}" if self.kind == "player" else self.kind
+
+
+PUBLIC_VIEWER = Viewer("public")
+OMNISCIENT_VIEWER = Viewer("omniscient")
+
+
+def parse_viewer(game: Game, text: str) -> Viewer:
+    """"public", "omniscient", a seat number or a player name."""
+    t = text.strip()
+    if t.lower() in ("public", "omniscient"):
+        return Viewer(t.lower())
+    if t.isdigit() and game.has_slot(int(t)):
+        return Viewer.player(int(t))
+    for p in game.players:
+        if p.name.lower() == t.lower():
+            return Viewer.player(p.slot)
+    raise ValueError(f"unknown viewer {text!r}: use public, omniscient, a seat number or a name")
+
+
+def can_see(event: Event, viewer: Viewer) -> bool:
+    if viewer.kind == "omniscient" or event.audience.kind == "public":
+        return True
+    return viewer.kind == "player" and viewer.slot in event.audience.players
+
+
+def project_event(event: Event, viewer: Viewer) -> dict[str, Any]:
+    """An event as this viewer receives it: the audience's member list and any
+    secret are stripped (a dead-chat audience would name the living Medium)."""
+    out = {"v": event.v, "day": event.day, "phase": event.phase, "key": event.key,
+           "audience": event.audience.kind, "text": event.text, "data": event.data}
+    if viewer.kind == "omniscient" and event.secret:
+        out["secret"] = event.secret
+    return out
+
+
+def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
+    """Events after version `since` that this viewer may see."""
+    return [e for e in game.events[since:] if can_see(e, viewer)]
+
+
+def role_known(game: Game, viewer: Viewer, p: Player) -> bool:
+    if viewer.kind == "omniscient" or game.phase is Phase.ENDED:
+        return True
+    if not p.alive or p.revealed:
+        return True
+    if viewer.kind != "player" or viewer.slot is None:
+        return False
+    if viewer.slot == p.slot:
+        return True
+    me = game.player(viewer.slot)
+    return me.faction is Faction.MAFIA and p.faction is Faction.MAFIA
+
+
+@dataclass
+class View:
+    viewer: str
+    version: int
+    day: int
+    phase: str
+    phase_seq: int
+    roster: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    legal: list[LegalAction]
+    you: dict[str, Any] | None = None
+    trial: dict[str, Any] = field(default_factory=dict)
+    result: str | None = None
+    winners: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "viewer": self.viewer, "version": self.version, "day": self.day,
+            "phase": self.phase, "phase_seq": self.phase_seq, "roster": self.roster,
+            "events": self.events, "legal": [a.to_dict() for a in self.legal],
+            "you": self.you, "trial": self.trial, "result": self.result,
+            "winners": self.winners,
+        }
+
+
+def _roster_entry(game: Game, viewer: Viewer, p: Player) -> dict[str, Any]:
+    entry: dict[str, Any] = {"slot": p.slot, "name": p.name, "alive": p.alive,
+                             "role": None, "revealed_mayor": p.revealed}
+    if role_known(game, viewer, p):
+        # a dead player shows the role the town saw at death
+        entry["role"] = p.death.role_shown if (p.death and not p.alive) else p.spec.name
+    if p.death is not None and not p.alive:
+        entry["death"] = {"day": p.death.day, "at_night": p.death.at_night,
+                          "causes": list(p.death.causes), "will": p.death.will,
+                          "death_notes": list(p.death.death_notes)}
+    return entry
+
+
+def _self_view(game: Game, p: Player) -> dict[str, Any]:
+    spec = p.spec
+    you: dict[str, Any] = {
+        "slot": p.slot, "name": p.name, "role": spec.name, "role_key": p.role,
+        "faction": spec.faction.value, "alignment": spec.alignment,
+        "summary": spec.summary, "goal": spec.goal, "alive": p.alive,
+        "uses": dict(p.uses), "will": p.will, "death_note": p.death_note,
+        "jailed": game.prisoner == p.slot,
+        "night_action": list(game.night_actions.get(p.slot, ())),
+        "vote": game.votes.get(p.slot), "verdict": game.verdicts.get(p.slot),
+    }
+    if p.role == "executioner" and p.target is not None:
+        you["target"] = p.target
+    if p.role == "jailor":
+        you["prisoner"] = game.prisoner
+        you["jail_choice"] = game.jail_choice
+    if spec.faction is Faction.MAFIA:
+        you["teammates"] = [q.slot for q in game.players
+                            if q.faction is Faction.MAFIA and q.slot != p.slot]
+    return you
+
+
+def view(game: Game, viewer: Viewer, since: int = 0) -> View:
+    """Everything `viewer` may know now; `events` holds the visible events after
+    version `since` (0: all of them)."""
+    roster = [_roster_entry(game, viewer, p) for p in game.players]
+    events = [project_event(e, viewer) for e in visible_events(game, viewer, since)]
+    you = None
+    actions: list[LegalAction] = []
+    if viewer.kind == "player" and viewer.slot is not None:
+        me = game.player(viewer.slot)
+        you = _self_view(game, me)
+        actions = legal_actions(game, viewer.slot)
+    trial: dict[str, Any] = {"trials_today": game.trials, "accused": game.accused}
+    if game.phase is Phase.VOTING:
+        tally: dict[int, int] = {}
+        for voter, target in game.votes.items():
+            tally[target] = tally.get(target, 0) + (3 if game.player(voter).revealed else 1)
+        trial["votes"] = {str(k): v for k, v in sorted(tally.items())}
+        trial["needed"] = len(game.living()) // 2 + 1
+    return View(
+        viewer=viewer.label(), version=game.version, day=game.day, phase=game.phase.value,
+        phase_seq=game.phase_seq, roster=roster, events=events, legal=actions, you=you,
+        trial=trial, result=game.result, winners=list(game.winners),
+    )
+
+
+def role_card(key: str) -> dict[str, Any]:
+    """Public facts about a role (anyone may look a role up)."""
+    r = ROLES[key]
+    return {"name": r.name, "alignment": r.alignment, "summary": r.summary, "goal": r.goal,
+            "attack": r.attack.name.title(), "defense": r.defense.name.title(),
+            "unique": r.unique}
