@@ -6,7 +6,7 @@ A replay is the config, the seed and the ordered list of accepted commands;
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 
@@ -15,10 +15,10 @@ class Command:
     type: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for k, v in out.items():
-            if isinstance(v, tuple):
-                out[k] = list(v)
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
         out["type"] = self.type
         return out
 

@@ -9,6 +9,7 @@ candidates the actor could have meant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tossim.engine.commands import (
@@ -126,9 +127,7 @@ def ability_targets(game: Game, p: Player, ability: Ability) -> tuple[int, ...]:
     if p.role == "doctor":
         out = [s for s in out if not game.player(s).revealed
                and (s != p.slot or p.uses.get("self_heal", 0) > 0)]
-    elif p.role == "bodyguard" and p.uses.get("vest", 0) <= 0:
-        out = [s for s in out if s != p.slot]
-    elif ability.name == "seance":
+    elif (p.role == "bodyguard" and p.uses.get("vest", 0) <= 0) or ability.name == "seance":
         out = [s for s in out if s != p.slot]
     return tuple(out)
 
@@ -168,48 +167,84 @@ def day_ability(game: Game, p: Player) -> Ability | None:
 
 # ---- the list ----------------------------------------------------------------------
 
+def _chat(game: Game, p: Player) -> LegalAction | None:
+    channels = chat_channels(game, p)
+    return LegalAction("chat", options=channels) if channels else None
+
+
+def _whisper(game: Game, p: Player) -> LegalAction | None:
+    if not p.alive or game.phase not in TALK_PHASES or p.revealed:
+        return None
+    targets = tuple(q.slot for q in game.players
+                    if q.alive and q.slot != p.slot and not q.revealed)
+    return LegalAction("whisper", targets=targets, n_targets=1) if targets else None
+
+
+def _vote(game: Game, p: Player) -> LegalAction | None:
+    if not p.alive or game.phase is not Phase.VOTING:
+        return None
+    targets = tuple(q.slot for q in game.players if q.alive and q.slot != p.slot)
+    return LegalAction("vote", targets=targets, n_targets=1)
+
+
+def _judge(game: Game, p: Player) -> LegalAction | None:
+    if p.alive and game.phase is Phase.JUDGEMENT and p.slot != game.accused:
+        return LegalAction("judge", options=VERDICTS)
+    return None
+
+
+def _night(game: Game, p: Player) -> LegalAction | None:
+    ability = night_ability(game, p)
+    if ability is None:
+        return None
+    targets = ability_targets(game, p, ability)
+    n = 0 if ability.rule is TargetRule.SELF else ability.targets
+    if not targets or len(targets) < n:
+        return None
+    return LegalAction("night", targets=targets, n_targets=n, ability=ability.name)
+
+
+def _day(kind: str) -> Callable[[Game, Player], LegalAction | None]:
+    def build(game: Game, p: Player) -> LegalAction | None:
+        day = day_ability(game, p)
+        if day is None or day.name != kind:
+            return None
+        if kind == "reveal":
+            return LegalAction("reveal", ability="reveal")
+        targets = ability_targets(game, p, day)
+        return LegalAction(kind, targets=targets, n_targets=1, ability=kind) if targets else None
+    return build
+
+
+def _will(game: Game, p: Player) -> LegalAction | None:
+    return LegalAction("will") if p.alive else None
+
+
+def _death_note(game: Game, p: Player) -> LegalAction | None:
+    return LegalAction("death_note") if p.alive and p.spec.death_note else None
+
+
+# One builder per kind, in the order clients list them. `check` asks only the
+# builder of the command's kind, so validation costs one builder, not all.
+BUILDERS: dict[str, Callable[[Game, Player], LegalAction | None]] = {
+    "chat": _chat, "whisper": _whisper, "vote": _vote, "judge": _judge, "night": _night,
+    "jail": _day("jail"), "seance": _day("seance"), "reveal": _day("reveal"),
+    "will": _will, "death_note": _death_note,
+}
+
+
 def legal_actions(game: Game, slot: int) -> list[LegalAction]:
     if game.phase is Phase.ENDED:
         return []
     p = game.player(slot)
-    out: list[LegalAction] = []
-    channels = chat_channels(game, p)
-    if channels:
-        out.append(LegalAction("chat", options=channels))
-    phase = game.phase
-    if p.alive and phase in TALK_PHASES and not p.revealed:
-        targets = tuple(q.slot for q in game.players
-                        if q.alive and q.slot != slot and not q.revealed)
-        if targets:
-            out.append(LegalAction("whisper", targets=targets, n_targets=1))
-    if p.alive and phase is Phase.VOTING:
-        targets = tuple(q.slot for q in game.players if q.alive and q.slot != slot)
-        out.append(LegalAction("vote", targets=targets, n_targets=1))
-    if p.alive and phase is Phase.JUDGEMENT and slot != game.accused:
-        out.append(LegalAction("judge", options=VERDICTS))
-    ability = night_ability(game, p)
-    if ability is not None:
-        targets = ability_targets(game, p, ability)
-        n = 0 if ability.rule is TargetRule.SELF else ability.targets
-        if targets and len(targets) >= n:
-            out.append(LegalAction("night", targets=targets, n_targets=n, ability=ability.name))
-    day = day_ability(game, p)
-    if day is not None:
-        if day.name == "reveal":
-            out.append(LegalAction("reveal", ability="reveal"))
-        else:
-            targets = ability_targets(game, p, day)
-            if targets:
-                out.append(LegalAction(day.name, targets=targets, n_targets=1, ability=day.name))
-    if p.alive:
-        out.append(LegalAction("will"))
-        if p.spec.death_note:
-            out.append(LegalAction("death_note"))
-    return out
+    return [a for build in BUILDERS.values() if (a := build(game, p)) is not None]
 
 
-def find(actions: list[LegalAction], kind: str) -> LegalAction | None:
-    return next((a for a in actions if a.kind == kind), None)
+def legal_action(game: Game, slot: int, kind: str) -> LegalAction | None:
+    """The one legal action of this kind for `slot` now, if any."""
+    if game.phase is Phase.ENDED:
+        return None
+    return BUILDERS[kind](game, game.player(slot))
 
 
 # ---- checking ----------------------------------------------------------------------
@@ -231,7 +266,7 @@ def _target_fault(game: Game, slot: int, target: int, allowed: tuple[int, ...],
 
 
 def _require(game: Game, slot: int, kind: str, what: str) -> LegalAction:
-    action = find(legal_actions(game, slot), kind)
+    action = legal_action(game, slot, kind)
     if action is not None:
         return action
     p = game.player(slot)

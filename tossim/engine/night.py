@@ -9,6 +9,7 @@ priority-5 killer, a same-night frame changes a priority-4 result).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tossim.engine.events import to
 from tossim.engine.log import emit
@@ -54,7 +55,7 @@ class NightResolver:
         self.sk_counters: list[tuple[int, int]] = []  # (serial killer, blocker)
         self.town_kills_by_vigilante: set[int] = set()
         self.executed = False
-        self.messages: list[tuple[int, str, dict[str, object]]] = []
+        self.messages: list[tuple[int, str, dict[str, Any]]] = []
         self._sent: set[tuple[int, str, str]] = set()
 
     # ---- helpers -----------------------------------------------------------------
@@ -63,7 +64,7 @@ class NightResolver:
         return [s for s in sorted(self.actions)
                 if self.g.player(s).alive and self.g.player(s).role in roles]
 
-    def msg(self, slot: int, key: str, **params: object) -> None:
+    def msg(self, slot: int, key: str, **params: Any) -> None:
         sig = (slot, key, repr(sorted(params.items())))
         if sig not in self._sent:  # one copy of each message per player and night
             self._sent.add(sig)

@@ -3,6 +3,8 @@ dawn announcements and the victory checks that follow deaths."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tossim.engine import victory
 from tossim.engine.events import PUBLIC, Audience, to
 from tossim.engine.log import emit
@@ -127,7 +129,8 @@ def end_judgement(game: Game) -> None:
             innocent += weight(game, p.slot)
         emit(game, "judge.vote", PUBLIC, data={"voter": p.slot, "verdict": verdict},
              voter=p.name, verdict=verdict)
-    params = {"accused": game.name(accused), "guilty": guilty, "innocent": innocent}
+    params: dict[str, Any] = {"accused": game.name(accused), "guilty": guilty,
+                              "innocent": innocent}
     data = {"accused": accused, "guilty": guilty, "innocent": innocent}
     if guilty > innocent:
         emit(game, "judge.lynch", PUBLIC, data=data, **params)

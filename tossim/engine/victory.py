@@ -59,10 +59,8 @@ def timeout_draw(game: Game) -> bool:
 def winners(game: Game, result: str) -> tuple[int, ...]:
     out: list[int] = []
     for p in game.players:
-        s = side(p)
-        if s is not None and s == result:
-            out.append(p.slot)
-        elif p.spec.win in ("jester", "executioner") and p.won_early:
+        co_win = p.spec.win in ("jester", "executioner") and p.won_early
+        if side(p) == result or co_win:
             out.append(p.slot)
     return tuple(out)
 

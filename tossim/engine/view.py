@@ -58,8 +58,11 @@ def project_event(event: Event, viewer: Viewer) -> dict[str, Any]:
     secret are stripped (a dead-chat audience would name the living Medium)."""
     out = {"v": event.v, "day": event.day, "phase": event.phase, "key": event.key,
            "audience": event.audience.kind, "text": event.text, "data": event.data}
-    if viewer.kind == "omniscient" and event.secret:
-        out["secret"] = event.secret
+    if viewer.kind == "omniscient":
+        if event.audience.players:
+            out["to"] = sorted(event.audience.players)
+        if event.secret:
+            out["secret"] = event.secret
     return out
 
 

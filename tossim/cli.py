@@ -1,0 +1,173 @@
+"""The `tossim` command line: play, replay, scenario, bench."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from tossim import replay as replay_mod
+from tossim.engine import Game, GameConfig
+from tossim.engine.view import parse_viewer, project_event, visible_events
+from tossim.transcript import render_lines
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="ToSSim: Town of Salem with human and AI seats.")
+scenario_app = typer.Typer(no_args_is_help=True, help="Run scenario files.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print their figures.")
+app.add_typer(scenario_app, name="scenario")
+app.add_typer(bench_app, name="bench")
+
+
+def summary(game: Game, faults: dict[int, int] | None = None) -> dict[str, Any]:
+    """The machine-readable outcome of a finished game (`play --json`)."""
+    deaths = [
+        {"player": p.slot, "name": p.name, "role": p.death.role_shown, "day": p.death.day,
+         "at_night": p.death.at_night, "causes": p.death.causes}
+        for p in sorted((p for p in game.players if p.death is not None),
+                        key=lambda p: (p.death.day if p.death else 0, p.slot))
+        if p.death is not None
+    ]
+    return {
+        "seed": game.config.seed,
+        "mode": game.config.mode,
+        "players": len(game.players),
+        "result": game.result,
+        "winners": list(game.winners),
+        "winner_roles": [game.player(s).spec.name for s in game.winners],
+        "days": game.day,
+        "deaths": deaths,
+        "events": len(game.events),
+        "commands": len(game.commands),
+        "faults": {str(k): v for k, v in sorted((faults or {}).items()) if v},
+    }
+
+
+@app.command()
+def play(
+    mode: str = typer.Option("classic", help="Game mode."),
+    players: int = typer.Option(15, help="Number of players (Classic: 7-15)."),
+    seed: int = typer.Option(1, help="Seed: the same seed plays the same game."),
+    view: str = typer.Option("omniscient",
+                             help="Whose transcript to print: public, omniscient, or a "
+                                  "player (seat number or name)."),
+    as_json: bool = typer.Option(False, "--json", help="End with one JSON line of results."),
+    save: Path | None = typer.Option(None, help="Write the game log (config, seed, "
+                                                "commands, events) to this file."),
+    quiet: bool = typer.Option(False, help="Print no transcript."),
+) -> None:
+    """Play one all-AI match with scripted bots and print it as a transcript."""
+    from tossim.agents.match import play_match
+
+    result = play_match(GameConfig(mode=mode, players=players, seed=seed))
+    game = result.game
+    if not quiet:
+        try:
+            viewer = parse_viewer(game, view)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--view") from None
+        names = {p.slot: p.name for p in game.players}
+        events = [project_event(e, viewer) for e in visible_events(game, viewer)]
+        for line in render_lines(events, names):
+            typer.echo(line)
+    if save is not None:
+        replay_mod.save(game, save)
+    if as_json:
+        typer.echo(json.dumps(summary(game, result.faults), sort_keys=True))
+
+
+@app.command()
+def replay(log: Path = typer.Argument(..., help="A log written by `tossim play --save`.")) -> None:
+    """Re-run a saved game from its config, seed and commands; report whether the
+    event log is identical."""
+    try:
+        report = replay_mod.check_record(replay_mod.load(log))
+    except (OSError, ValueError, KeyError) as exc:
+        typer.echo(f"replay: cannot read {log}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if report.identical:
+        typer.echo(f"identical: {report.events_replayed} events re-created byte for byte")
+        return
+    typer.echo(f"DIFFERENT at event {report.first_difference} "
+               f"(stored {report.events_stored}, replayed {report.events_replayed})")
+    typer.echo(report.detail)
+    raise typer.Exit(1)
+
+
+@scenario_app.command("run")
+def scenario_run(
+    paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
+) -> None:
+    """Run scenario files: one line per scenario, then `N passed, M failed`."""
+    from tossim.engine.scenario import run_paths
+
+    try:
+        results = run_paths(paths)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"scenario: {exc}", err=True)
+        raise typer.Exit(2) from None
+    failed = 0
+    for r in results:
+        typer.echo(f"{'PASS' if r.passed else 'FAIL'}  {r.name}")
+        for f in r.failures:
+            typer.echo(f"      {f}")
+        failed += not r.passed
+    typer.echo(f"{len(results) - failed} passed, {failed} failed")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _pin_one_core() -> None:
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[0]})
+
+
+@bench_app.command("engine")
+def bench_engine(
+    games: int = typer.Option(200, help="Number of complete games."),
+    players: int = typer.Option(15, help="Players per game."),
+    seed: int = typer.Option(0, help="First seed."),
+) -> None:
+    """Complete Classic games with scripted bots on one core: games/s and events/s,
+    with an engine-only replay of the same command logs as the baseline."""
+    from tossim.agents.match import play_match
+
+    _pin_one_core()
+    configs = [GameConfig(players=players, seed=seed + i) for i in range(games)]
+    t0 = time.perf_counter()
+    played = [play_match(c).game for c in configs]
+    full = time.perf_counter() - t0
+    events = sum(len(g.events) for g in played)
+    t0 = time.perf_counter()
+    for g in played:
+        replay_mod.rerun(g.config, g.commands)
+    base = time.perf_counter() - t0
+    typer.echo(f"bench engine: {games} games x {players} players, Classic, scripted bots, "
+               f"one core")
+    typer.echo(f"  full games (engine + bots): {games / full:8.1f} games/s "
+               f"{events / full:10.0f} events/s")
+    typer.echo(f"  baseline (engine replay):   {games / base:8.1f} games/s "
+               f"{events / base:10.0f} events/s")
+    typer.echo(f"  ratio full/baseline: {base / full:.2f}  "
+               f"(mean {events / games:.0f} events, "
+               f"{sum(len(g.commands) for g in played) / games:.0f} commands per game)")
+
+
+@app.command()
+def docs(
+    out: Path = typer.Option(Path("docs/roles.md"), help="Where to write the role table."),
+) -> None:
+    """Regenerate docs/roles.md from the role registry."""
+    from tossim.docs_gen import roles_markdown
+
+    out.write_text(roles_markdown(), encoding="utf-8")
+    typer.echo(f"wrote {out}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
