@@ -83,3 +83,28 @@ def test_bench_engine_prints_its_figures() -> None:
 def test_roles_doc_is_generated_from_the_registry() -> None:
     on_disk = (ROOT / "docs" / "roles.md").read_text(encoding="utf-8")
     assert on_disk == roles_markdown(), "docs/roles.md is stale: run `tossim docs`"
+
+
+def test_scenario_run_prints_one_line_each_and_a_total(tmp_path: Path) -> None:
+    good = runner.invoke(app, ["scenario", "run", str(ROOT / "tests" / "scenarios")])
+    assert good.exit_code == 0, good.output
+    last = good.output.strip().splitlines()[-1]
+    passed, failed = last.split(", ")
+    assert int(passed.split()[0]) > 100 and failed == "0 failed"
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: a doctor cannot stop this\n"
+        "players: [Doctor, Sheriff, Serial Killer, Godfather, Mafioso]\n"
+        "start: night 1\n"
+        "steps:\n"
+        "  - night: {actor: 3, targets: [2]}\n"
+        "  - timeout\n"
+        "expect:\n"
+        "  alive: [2]\n"
+    )
+    result = runner.invoke(app, ["scenario", "run", str(bad)])
+    assert result.exit_code == 1
+    assert "FAIL  a doctor cannot stop this" in result.output
+    assert "bad.yaml:8: player 2" in result.output
+    assert result.output.strip().endswith("0 passed, 1 failed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -139,13 +140,19 @@ def bench_engine(
 
     _pin_one_core()
     configs = [GameConfig(players=players, seed=seed + i) for i in range(games)]
+    logs: list[tuple[GameConfig, list[dict[str, Any]]]] = []
+    events = 0
+    gc.collect()
     t0 = time.perf_counter()
-    played = [play_match(c).game for c in configs]
+    for c in configs:
+        game = play_match(c).game
+        events += len(game.events)
+        logs.append((c, game.commands))  # keep the logs, not the games
     full = time.perf_counter() - t0
-    events = sum(len(g.events) for g in played)
+    gc.collect()
     t0 = time.perf_counter()
-    for g in played:
-        replay_mod.rerun(g.config, g.commands)
+    for c, commands in logs:
+        replay_mod.rerun(c, commands)
     base = time.perf_counter() - t0
     typer.echo(f"bench engine: {games} games x {players} players, Classic, scripted bots, "
                f"one core")
@@ -155,7 +162,7 @@ def bench_engine(
                f"{events / base:10.0f} events/s")
     typer.echo(f"  ratio full/baseline: {base / full:.2f}  "
                f"(mean {events / games:.0f} events, "
-               f"{sum(len(g.commands) for g in played) / games:.0f} commands per game)")
+               f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
 
 
 @app.command()

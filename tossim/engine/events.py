@@ -11,6 +11,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class FrozenDict(dict[str, Any]):
+    """Event data: one object shared by every viewer of the event, so it must
+    refuse changes (a seat editing its observation would rewrite the log).
+    Still a dict for `json.dumps` and readers; `dict(d)` gives a mutable copy."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("event data is read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """Lists become tuples and dicts FrozenDicts, all the way down."""
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Audience:
     """`kind` says why these players may see it (for filters and docs);
@@ -39,9 +69,17 @@ class Event:
     key: str  # stable message key, e.g. "night.healed"
     audience: Audience
     text: str  # the message as the game would print it
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=FrozenDict)
     # Facts only omniscient viewers may read (who the anonymous Jailor is, ...).
-    secret: dict[str, Any] = field(default_factory=dict)
+    secret: dict[str, Any] = field(default_factory=FrozenDict)
+    # The form every non-omniscient viewer receives (see view.project_event),
+    # built once here instead of once per viewer.
+    shared: FrozenDict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared", FrozenDict(
+            v=self.v, day=self.day, phase=self.phase, key=self.key,
+            audience=self.audience.kind, text=self.text, data=self.data))
 
     def to_dict(self, *, include_secret: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -173,17 +173,19 @@ def _chat(game: Game, p: Player) -> LegalAction | None:
 
 
 def _whisper(game: Game, p: Player) -> LegalAction | None:
-    if not p.alive or game.phase not in TALK_PHASES or p.revealed:
+    if not p.alive or p.revealed or game.phase not in TALK_PHASES:
         return None
-    targets = tuple(q.slot for q in game.players
-                    if q.alive and q.slot != p.slot and not q.revealed)
+    me = p.slot
+    targets = tuple([q.slot for q in game.players
+                     if q.alive and q.slot != me and not q.revealed])
     return LegalAction("whisper", targets=targets, n_targets=1) if targets else None
 
 
 def _vote(game: Game, p: Player) -> LegalAction | None:
     if not p.alive or game.phase is not Phase.VOTING:
         return None
-    targets = tuple(q.slot for q in game.players if q.alive and q.slot != p.slot)
+    me = p.slot
+    targets = tuple([q.slot for q in game.players if q.alive and q.slot != me])
     return LegalAction("vote", targets=targets, n_targets=1)
 
 
@@ -256,7 +258,7 @@ def _target_fault(game: Game, slot: int, target: int, allowed: tuple[int, ...],
     t = game.player(target)
     if target == slot:
         reason = f"You cannot {what} yourself."
-    elif not t.alive:
+    elif not t.alive and what != "revive":  # the Retributionist aims at the dead
         reason = f"{t.name} is dead."
     elif t.revealed:
         reason = f"{t.name} is the revealed Mayor."

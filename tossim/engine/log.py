@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tossim.engine.events import Audience, Event
+from tossim.engine.events import Audience, Event, freeze
 from tossim.engine.messages import render
 from tossim.engine.state import Game
 
@@ -26,8 +26,8 @@ def emit(
         key=key,
         audience=audience,
         text=render(key, {"day": game.day, **params}),
-        data=params if data is None else data,
-        secret=secret or {},
+        data=freeze(params if data is None else data),
+        secret=freeze(secret or {}),
     )
     game.events.append(event)
     return event

@@ -113,7 +113,8 @@ class NightResolver:
     def transports(self) -> None:
         for t in self.actors("transporter"):
             a, b = self.actions[t]
-            self.visits.extend([(t, a), (t, b)] if a != t else [(t, b)])
+            # visiting yourself is not a visit, whichever target you are
+            self.visits.extend((t, x) for x in (a, b) if x != t)
             jailed = [x for x in (a, b) if x == self.prisoner]
             if jailed:
                 self.msg(t, "night.transport_failed")

@@ -196,10 +196,10 @@ def begin_night(game: Game) -> None:
         emit(game, "night.jailed", to(choice), data={})
         emit(game, "night.jailor_prisoner", to(jailor.slot), data={"target": choice},
              target=game.name(choice))
-    choice = game.seance_choice
-    game.seance_choice = None
-    if choice is not None and game.player(choice).alive:
-        medium = next(p for p in game.players if p.role == "medium" and not p.alive)
+    choice, chooser = game.seance_choice, game.seance_medium
+    game.seance_choice = game.seance_medium = None
+    if choice is not None and chooser is not None and game.player(choice).alive:
+        medium = game.player(chooser)  # the dead Medium who chose, not just any
         medium.uses["seance"] -= 1
         game.seance = (medium.slot, choice)
         emit(game, "night.seance_target", to(choice), data={})
@@ -249,11 +249,14 @@ def after_deaths(game: Game, deaths: list[int], at_night: bool) -> None:
     if not deaths:
         return
     living = game.living()
+    # Promotions follow the death of a Mafia killer only: a game dealt without
+    # a Godfather keeps its Mafioso a Mafioso when somebody else dies.
+    died = {game.player(s).role for s in deaths}
     if not any(p.role in ("godfather", "mafioso") for p in living):
         heir = next((p for p in living if p.faction is Faction.MAFIA), None)
-        if heir is not None:
+        if heir is not None and died & {"godfather", "mafioso"}:
             _promote(game, heir.slot, "mafioso")
-    elif not any(p.role == "godfather" for p in living):
+    elif "godfather" in died and not any(p.role == "godfather" for p in living):
         mafioso = next(p for p in living if p.role == "mafioso")
         _promote(game, mafioso.slot, "godfather")
     if at_night:

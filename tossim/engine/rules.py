@@ -242,6 +242,7 @@ def _day_action(game: Game, cmd: DayAction) -> None:
                  target=game.name(cmd.target))
     else:
         game.seance_choice = cmd.target
+        game.seance_medium = p.slot if cmd.target is not None else None
         if cmd.target is not None:
             emit(game, "seance.chosen", to(p.slot), data={"target": cmd.target},
                  target=game.name(cmd.target))

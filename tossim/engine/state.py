@@ -125,6 +125,7 @@ class Game:
     verdicts: dict[int, str] = field(default_factory=dict)
     jail_choice: int | None = None  # chosen by the Jailor during the day
     seance_choice: int | None = None  # chosen by a dead Medium during the day
+    seance_medium: int | None = None  # ... by this dead Medium
     # night state
     prisoner: int | None = None
     seance: tuple[int, int] | None = None  # (medium, living player)

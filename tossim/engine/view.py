@@ -8,6 +8,7 @@ this file lets it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,34 +55,47 @@ def can_see(event: Event, viewer: Viewer) -> bool:
 
 
 def project_event(event: Event, viewer: Viewer) -> dict[str, Any]:
-    """An event as this viewer receives it: the audience's member list and any
-    secret are stripped (a dead-chat audience would name the living Medium)."""
-    out = {"v": event.v, "day": event.day, "phase": event.phase, "key": event.key,
-           "audience": event.audience.kind, "text": event.text, "data": event.data}
-    if viewer.kind == "omniscient":
-        if event.audience.players:
-            out["to"] = sorted(event.audience.players)
-        if event.secret:
-            out["secret"] = event.secret
+    """An event as this viewer receives it (read-only): without the audience's
+    member list or any secret (a dead-chat audience would name the living
+    Medium), except for omniscient viewers, who see both."""
+    if viewer.kind != "omniscient":
+        return event.shared
+    out = dict(event.shared)
+    if event.audience.players:
+        out["to"] = sorted(event.audience.players)
+    if event.secret:
+        out["secret"] = event.secret
     return out
 
 
 def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
     """Events after version `since` that this viewer may see."""
-    return [e for e in game.events[since:] if can_see(e, viewer)]
+    if viewer.kind == "omniscient":
+        return game.events[since:]
+    if viewer.kind != "player":
+        return [e for e in game.events[since:] if e.audience.kind == "public"]
+    slot = viewer.slot
+    return [e for e in game.events[since:]
+            if e.audience.kind == "public" or slot in e.audience.players]
 
 
 def role_known(game: Game, viewer: Viewer, p: Player) -> bool:
+    return _role_filter(game, viewer)(p)
+
+
+def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
+    """Whose role this viewer may know: everyone's once the game is over or
+    for an omniscient viewer; otherwise the dead, a revealed Mayor, yourself
+    and, for the Mafia, the other Mafia members."""
     if viewer.kind == "omniscient" or game.phase is Phase.ENDED:
-        return True
-    if not p.alive or p.revealed:
-        return True
-    if viewer.kind != "player" or viewer.slot is None:
-        return False
-    if viewer.slot == p.slot:
-        return True
-    me = game.player(viewer.slot)
-    return me.faction is Faction.MAFIA and p.faction is Faction.MAFIA
+        return lambda p: True
+    me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
+    mafia = me is not None and me.faction is Faction.MAFIA
+
+    def known(p: Player) -> bool:
+        return (not p.alive or p.revealed or p is me
+                or (mafia and p.faction is Faction.MAFIA))
+    return known
 
 
 @dataclass
@@ -109,17 +123,17 @@ class View:
         }
 
 
-def _roster_entry(game: Game, viewer: Viewer, p: Player) -> dict[str, Any]:
-    entry: dict[str, Any] = {"slot": p.slot, "name": p.name, "alive": p.alive,
-                             "role": None, "revealed_mayor": p.revealed}
-    if role_known(game, viewer, p):
-        # a dead player shows the role the town saw at death
-        entry["role"] = p.death.role_shown if (p.death and not p.alive) else p.spec.name
-    if p.death is not None and not p.alive:
-        entry["death"] = {"day": p.death.day, "at_night": p.death.at_night,
-                          "causes": list(p.death.causes), "will": p.death.will,
-                          "death_notes": list(p.death.death_notes)}
-    return entry
+def _roster_entry(p: Player, known: bool) -> dict[str, Any]:
+    death = p.death
+    if p.alive or death is None:
+        return {"slot": p.slot, "name": p.name, "alive": p.alive,
+                "role": ROLES[p.role].name if known else None, "revealed_mayor": p.revealed}
+    # a dead player shows the role the town saw at death, and the graveyard entry
+    return {"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
+            "revealed_mayor": p.revealed,
+            "death": {"day": death.day, "at_night": death.at_night,
+                      "causes": list(death.causes), "will": death.will,
+                      "death_notes": list(death.death_notes)}}
 
 
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
@@ -147,7 +161,8 @@ def _self_view(game: Game, p: Player) -> dict[str, Any]:
 def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     """Everything `viewer` may know now; `events` holds the visible events after
     version `since` (0: all of them)."""
-    roster = [_roster_entry(game, viewer, p) for p in game.players]
+    known = _role_filter(game, viewer)
+    roster = [_roster_entry(p, known(p)) for p in game.players]
     events = [project_event(e, viewer) for e in visible_events(game, viewer, since)]
     you = None
     actions: list[LegalAction] = []

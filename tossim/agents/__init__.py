@@ -1,0 +1,7 @@
+"""How seats decide: the seat interface, scripted bots and the headless match driver."""
+
+from tossim.agents.match import MatchResult, play_match, seats_to_ask
+from tossim.agents.scripted import ScriptedBot
+from tossim.agents.seat import Seat
+
+__all__ = ["MatchResult", "ScriptedBot", "Seat", "play_match", "seats_to_ask"]

@@ -1,0 +1,145 @@
+"""The claim vocabulary: the fixed sentences scripted bots say, and the parser
+that reads them back out of public chat and last wills.
+
+Keeping both directions in one place means a bot always understands what
+another bot says. Anything else in a message is ignored, so humans and LLM
+seats can be understood too when they use the same phrasing.
+
+    I am the Sheriff.                                role claim
+    Player 4 is suspicious!                          Sheriff result (or accusation)
+    Player 4 is not suspicious.                      Sheriff result
+    Player 4 could be a Doctor, Disguiser, or Serial Killer.   Investigator result
+    Player 4 visited Player 9 last night!            Lookout result
+    The Mafia visited Player 9 last night.           Spy result
+    Vote Player 4!                                   accusation
+    I will not tell you my role.                     refusal to claim
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from tossim.engine.roles import find_role
+
+ROLE = "role"
+SUSPICIOUS = "suspicious"
+INNOCENT = "innocent"
+GROUP = "group"
+VISITED = "visited"
+MAFIA_VISITED = "mafia_visited"
+ACCUSE = "accuse"
+NO_CLAIM = "no_claim"
+
+
+# ---- saying --------------------------------------------------------------------------
+
+def say_role(role_name: str) -> str:
+    return f"I am the {role_name}."
+
+
+def say_suspicious(name: str) -> str:
+    return f"{name} is suspicious!"
+
+
+def say_innocent(name: str) -> str:
+    return f"{name} is not suspicious."
+
+
+def say_group(name: str, roles: tuple[str, ...] | list[str]) -> str:
+    return f"{name} could be a {roles[0]}, {roles[1]}, or {roles[2]}."
+
+
+def say_visited(visitor: str, target: str) -> str:
+    return f"{visitor} visited {target} last night!"
+
+
+def say_mafia_visited(target: str) -> str:
+    return f"The Mafia visited {target} last night."
+
+
+def say_accuse(name: str) -> str:
+    return f"Vote {name}!"
+
+
+def say_no_claim() -> str:
+    return "I will not tell you my role."
+
+
+# ---- reading -------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One recognised sentence. `target` is the player it is about; `role` the
+    claimed role key (ROLE); `roles` an Investigator group (display names);
+    `visitor` the visiting player (VISITED)."""
+
+    kind: str
+    target: int | None = None
+    role: str = ""
+    roles: tuple[str, ...] = ()
+    visitor: int | None = None
+
+
+class Vocabulary:
+    """The parser for one game's player names (slot i+1 is names[i])."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.slot_of = {n: i for i, n in enumerate(names, start=1)}
+        self._cache: dict[str, tuple[Claim, ...]] = {}
+        alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+        name = rf"(?<!\w)(?:{alts})(?!\w)"
+        word = r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*"
+        self.pattern = re.compile(
+            rf"I am the (?P<role>{word})\."
+            rf"|(?P<sus>{name}) is suspicious!"
+            rf"|(?P<inn>{name}) is not suspicious\."
+            rf"|(?P<grp>{name}) could be a (?P<g1>{word}), (?P<g2>{word}), or (?P<g3>{word})\."
+            rf"|(?P<vis>{name}) visited (?P<vt>{name}) last night!"
+            rf"|The Mafia visited (?P<mv>{name}) last night\."
+            rf"|Vote (?P<acc>{name})!"
+            rf"|(?P<nc>I will not tell you my role\.)"
+        )
+
+    def parse(self, text: str) -> tuple[Claim, ...]:
+        """Every recognised sentence in `text`, in order (cached: each bot of a
+        game reads the same messages)."""
+        hit = self._cache.get(text)
+        if hit is None:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            hit = self._cache[text] = tuple(self._parse(text))
+        return hit
+
+    def _parse(self, text: str) -> list[Claim]:
+        out: list[Claim] = []
+        slot = self.slot_of
+        for m in self.pattern.finditer(text):
+            kind = m.lastgroup
+            if kind == "role":
+                r = find_role(m.group("role"))
+                if r is not None:
+                    out.append(Claim(ROLE, role=r.key))
+            elif kind == "sus":
+                out.append(Claim(SUSPICIOUS, slot[m.group("sus")]))
+            elif kind == "inn":
+                out.append(Claim(INNOCENT, slot[m.group("inn")]))
+            elif kind in ("g1", "g2", "g3"):
+                out.append(Claim(GROUP, slot[m.group("grp")],
+                                 roles=(m.group("g1"), m.group("g2"), m.group("g3"))))
+            elif kind == "vt":
+                out.append(Claim(VISITED, slot[m.group("vt")], visitor=slot[m.group("vis")]))
+            elif kind == "mv":
+                out.append(Claim(MAFIA_VISITED, slot[m.group("mv")]))
+            elif kind == "acc":
+                out.append(Claim(ACCUSE, slot[m.group("acc")]))
+            elif kind == "nc":
+                out.append(Claim(NO_CLAIM))
+        return out
+
+
+@lru_cache(maxsize=64)
+def vocabulary(names: tuple[str, ...]) -> Vocabulary:
+    """The (cached) parser for a roster's names."""
+    return Vocabulary(names)

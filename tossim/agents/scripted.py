@@ -1,0 +1,1033 @@
+"""Scripted bots: a heuristic baseline and a seat filler that needs no model.
+
+`ScriptedBot(slot, seed)` decides only from its own observations (the `View`
+the match driver hands it), only ever picks actions from `obs.legal`, and is
+deterministic given its seed. It keeps a small memory: who claimed what in
+public chat (see `claims.py` for the shared phrasing), reported investigation
+results, deaths and revealed roles; from that it computes a suspicion score
+per player and votes, judges and acts at night on it.
+
+Town shares investigation results and claims when accused; Mafia and the
+Serial Killer kill (claimed investigators first) and fake-claim Town roles
+when accused; the Framer frames; the Executioner pushes its target; the Jester
+acts suspicious; everyone keeps a last will with their role and results.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from tossim.agents import claims as cv
+from tossim.engine.commands import (
+    Chat,
+    Command,
+    DayAction,
+    Judge,
+    NightAction,
+    Vote,
+    Whisper,
+    WriteWill,
+)
+from tossim.engine.legal import LegalAction
+from tossim.engine.roles import ROLES, Faction, find_role
+from tossim.engine.view import View
+
+# How evil each role is from the Town's point of view (Neutral Evil roles are
+# not enemies, but lynching them does not help the Town either).
+EVIL: dict[str, float] = {
+    "godfather": 1.0, "mafioso": 1.0, "framer": 1.0, "serial_killer": 1.0,
+    "jester": 0.5, "executioner": 0.5,
+}
+KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
+# Town roles whose visit to a player who then died is no sign of guilt (a Doctor's
+# or Bodyguard's would have saved a player from an ordinary attack).
+VISITING_TOWN = frozenset({"sheriff", "investigator", "escort", "lookout", "transporter",
+                           "vigilante"})
+REVIVE_ORDER = ("jailor", "sheriff", "investigator", "doctor", "lookout", "escort",
+                "vigilante", "bodyguard", "transporter", "spy", "medium", "mayor", "veteran")
+# Town roles a Mafia member or Serial Killer may pretend to be, by its own role:
+# the first fits its Investigator group, so an Investigator cannot catch the lie.
+FAKE_CLAIMS: dict[str, tuple[str, ...]] = {
+    "mafioso": ("vigilante", "veteran"),
+    "godfather": ("bodyguard",),
+    "serial_killer": ("doctor",),
+}
+FAKE_FALLBACK = ("lookout", "escort", "doctor", "medium", "transporter", "spy", "bodyguard")
+
+CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
+GUILTY_AT = 0.6
+VOTE_AT = 0.7
+SHOOT_AT = 0.8
+EXECUTE_AT = 0.7
+
+
+def _possible_roles(role_list: list[str]) -> frozenset[str]:
+    if not role_list:
+        return frozenset(ROLES)
+    out: set[str] = set()
+    for s in role_list:
+        if s in ROLES:
+            out.add(s)
+        elif s == "town_killing":
+            out.update(("veteran", "vigilante"))
+        else:  # random town and other random categories
+            out.update(k for k, r in ROLES.items() if r.faction is Faction.TOWN)
+    return frozenset(out)
+
+
+def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
+    keys = [r.key for n in roles if (r := find_role(n)) is not None and r.key in possible]
+    if not keys:
+        return 0.0
+    return sum(EVIL.get(k, 0.0) for k in keys) / len(keys)
+
+
+def _legal(obs: View) -> dict[str, LegalAction]:
+    return {a.kind: a for a in obs.legal}
+
+
+class ScriptedBot:
+    """A heuristic player. `decide(obs)` -> commands; see the module docstring."""
+
+    def __init__(self, slot: int, seed: int) -> None:
+        self.slot = slot
+        self.rng = random.Random(seed * 1000 + slot)
+        self.ready = False
+        self.names: tuple[str, ...] = ()
+        self.vocab: cv.Vocabulary | None = None
+        self.possible: frozenset[str] = frozenset(ROLES)
+        self.fixed: frozenset[str] = frozenset(ROLES)  # roles the role list names outright
+        self.role = ""
+        self.mafia = False
+        self.team: frozenset[int] = frozenset()
+        self.exe_target: int | None = None
+        self.day = 1
+        self.ev_day = 1  # the day of the event being handled
+        self.alive: set[int] = set()
+        self.dead_role: dict[int, str] = {}  # slot -> role key shown at death
+        self.claims: dict[int, str] = {}  # slot -> claimed role key (public)
+        self.revealed: set[int] = set()  # revealed Mayors
+        # (source, kind, target, weight, extra): what others (and wills) reported
+        self.reports: list[tuple[int, str, int, float, Any]] = []
+        self.heard: set[tuple[int, str, int, int | None]] = set()
+        self.own: dict[int, float] = {}  # this bot's own evidence
+        self.own_groups: dict[int, tuple[str, ...]] = {}
+        self.credit: dict[int, float] = {}
+        self.group_cache: dict[tuple[str, ...], float] = {}
+        self.checked: set[int] = set()
+        self.results: list[str] = []  # will lines
+        self.unshared: list[str] = []  # results not yet said in public
+        self.will = ""
+        self.claimed = ""  # the role this bot has claimed in public (maybe fake)
+        self.cover = ""  # an evil role's made-up Town role
+        self.accused_me = False
+        self.votes: dict[int, int] = {}
+        self.my_vote: int | None = None
+        self.accused: int | None = None
+        self.verdicts: dict[int, str] = {}
+        self.pardoned: set[int] = set()
+        self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.watched: dict[int, int] = {}  # night -> house the Lookout watched
+        self.team_target: int | None = None
+        self.night_kills: set[int] = set()  # kill targets chosen last night (own or team)
+        self.failed: dict[int, int] = {}  # kill targets that survived, and how often
+        self.jail_claims: dict[int, str] = {}
+        self.jailed: dict[int, int] = {}  # the Jailor's prisoners so far
+        self.promised: set[int] = set()  # players a protector whispered to
+        self.jail_choice: int | None = None
+        self.fake_sheriff_done = False
+        self.said_dead = False
+        self.claim_round = False  # the town has been asked to claim
+        self._sus: dict[int, float] | None = None
+        self._stats: tuple[set[str], dict[str, int]] | None = None
+
+    # ---- observing -----------------------------------------------------------------
+    def decide(self, obs: View) -> list[Command]:
+        you = obs.you
+        if you is None:
+            return []
+        if not self.ready:
+            self._setup(obs, you)
+        if you["role_key"] != self.role:
+            self.role = you["role_key"]
+            self._sus = self._stats = None
+        self.day = obs.day
+        roster = obs.roster
+        alive = {e["slot"] for e in roster if e["alive"]}
+        if alive != self.alive:
+            self._sus = self._stats = None
+            for s in alive - self.alive:  # revived
+                self.dead_role.pop(s, None)
+            for s in sorted(self.alive - alive):
+                role = find_role(roster[s - 1]["role"] or "")
+                self._on_death(s, role.key if role else "")
+            self.alive = alive
+        handlers = _HANDLERS
+        for ev in obs.events:
+            entry = handlers.get(ev["key"])
+            if entry is not None:
+                self.ev_day = ev["day"]
+                entry[0](self, ev["data"])
+                if entry[1]:
+                    self._sus = self._stats = None
+        if not you["alive"]:
+            return self._dead(obs)
+        phase = _PHASES.get(obs.phase)
+        return phase(self, obs) if phase is not None else []
+
+    def _setup(self, obs: View, you: dict[str, Any]) -> None:
+        self.ready = True
+        self.names = tuple(e["name"] for e in obs.roster)
+        self.vocab = cv.vocabulary(self.names)
+        self.alive = {e["slot"] for e in obs.roster if e["alive"]}
+        self.mafia = you["faction"] == Faction.MAFIA.value
+        self.team = frozenset(you.get("teammates", ()))
+        self.exe_target = you.get("target")
+        self.role = you["role_key"]
+
+    def _on_death(self, slot: int, role: str) -> None:
+        self.dead_role[slot] = role
+        evil = EVIL.get(role, 0.0) >= 1.0
+        for src, kind, target, _w, _x in self.reports:
+            if target != slot or src == slot:
+                continue
+            c = self.credit.get(src, 1.0)
+            if kind in (cv.SUSPICIOUS, cv.ACCUSE, cv.VISITED):
+                self.credit[src] = min(2.0, c * 1.5) if evil else c * 0.5
+            elif kind == cv.INNOCENT and evil and role != "godfather":
+                self.credit[src] = c * 0.2
+
+    def _name(self, slot: int) -> str:
+        return self.names[slot - 1]
+
+    def _slot(self, name: Any) -> int | None:
+        assert self.vocab is not None
+        return self.vocab.slot_of.get(name) if isinstance(name, str) else None
+
+    def _hear(self, src: int, text: str, day: int) -> None:
+        """Public chat or a will: record every claim `src` makes."""
+        assert self.vocab is not None
+        if src == self.slot:
+            return
+        for c in self.vocab.parse(text):
+            kind = c.kind
+            if kind == cv.ROLE:
+                before = self.claims.get(src)
+                if before is not None and before != c.role and src not in self.dead_role:
+                    self.own[src] = self.own.get(src, 0.0) + 1.0  # changed their story
+                self.claims[src] = c.role
+                continue
+            if kind == cv.NO_CLAIM:
+                self.own[src] = self.own.get(src, 0.0) + 0.3
+                continue
+            if c.target is None or kind == cv.MAFIA_VISITED:
+                continue
+            w = 0.0
+            extra: Any = None
+            if kind == cv.SUSPICIOUS:
+                w = 1.0
+            elif kind == cv.INNOCENT:
+                w = -0.7
+            elif kind == cv.ACCUSE:
+                w = 0.3
+            elif kind == cv.GROUP:
+                extra = c.roles
+            elif kind == cv.VISITED:
+                died = c.target in self.night_deaths.get(day - 1, ())
+                w, extra = (1.0 if died else 0.1), c.visitor
+            target = c.visitor if kind == cv.VISITED else c.target
+            assert target is not None
+            sig = (src, kind, target, c.target if kind == cv.VISITED else None)
+            if sig in self.heard:
+                continue  # saying it again adds nothing
+            self.heard.add(sig)
+            self.reports.append((src, kind, target, w, extra))
+            if target == self.slot and kind != cv.INNOCENT:
+                self.accused_me = True
+
+    # ---- judging people ------------------------------------------------------------
+    def trust(self, src: int) -> float:
+        if src == self.slot:
+            return 1.0
+        if self.mafia and src in self.team:
+            return 0.0
+        claim = self.claims.get(src)
+        if src in self.dead_role:
+            dead = self.dead_role[src]
+            if EVIL.get(dead, 0.0) >= 1.0:
+                return 0.0
+            return 1.0 if claim is None or claim == dead else 0.0
+        if src in self.revealed:
+            return 1.0
+        if self.own.get(src, 0.0) >= 1.5:
+            return 0.0
+        base = 0.75
+        if claim is not None:
+            dead_roles, claimants = self._claim_stats()
+            if claim in dead_roles:
+                base = 0.15
+            elif claimants.get(claim, 0) > 1:
+                base = 0.4
+        return base * self.credit.get(src, 1.0)
+
+    def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
+        """Roles seen at death, and how many living players claim each role."""
+        if self._stats is None:
+            claimants: dict[str, int] = {}
+            for p, c in self.claims.items():
+                if p in self.alive and p not in self.revealed:
+                    claimants[c] = claimants.get(c, 0) + 1
+            self._stats = (set(self.dead_role.values()), claimants)
+        return self._stats
+
+    def group_weight(self, roles: tuple[str, ...], claim: str | None) -> float:
+        evil = self.group_cache.get(roles)
+        if evil is None:
+            evil = self.group_cache[roles] = _group_evil(roles, self.possible)
+        if claim is not None:
+            if ROLES[claim].name in roles:
+                return 0.3 * evil - 0.2
+            # caught lying; but a Jester lies on purpose to get lynched
+            return 0.7 if "Jester" in roles else 1.5
+        return 1.2 * evil
+
+    def sus(self) -> dict[int, float]:
+        """Suspicion per living player (higher: more likely evil)."""
+        if self._sus is not None:
+            return self._sus
+        self._stats = None
+        s = {p: self.own.get(p, 0.0) for p in self.alive}
+        trusts: dict[int, float] = {}
+        for src, kind, target, w, extra in self.reports:
+            if target not in s:
+                continue
+            t = trusts.get(src)
+            if t is None:
+                t = trusts[src] = self.trust(src)
+            if t <= 0.0:
+                continue
+            claim = self.claims.get(src)
+            if kind == cv.GROUP:
+                w = self.group_weight(extra, self.claims.get(target))
+                if claim != "investigator" and src not in self.dead_role:
+                    w *= 0.5
+            elif kind in (cv.SUSPICIOUS, cv.INNOCENT) and claim != "sheriff" \
+                    and src not in self.dead_role:
+                w *= 0.4
+            elif kind == cv.VISITED and self.claims.get(target) in VISITING_TOWN:
+                w *= 0.3
+            s[target] += t * w
+        for p, roles in self.own_groups.items():
+            if p in s:
+                s[p] += self.group_weight(roles, self.claims.get(p))
+        dead_roles, claimants = self._claim_stats()
+        town_me = ROLES[self.role].faction is Faction.TOWN
+        for p, c in self.claims.items():
+            if p not in s or p in self.revealed:
+                continue
+            if EVIL.get(c, 0.0) >= 1.0:
+                s[p] += 3.0
+            elif c in dead_roles:
+                s[p] += 1.5 if ROLES[c].unique else 0.8
+            else:
+                if claimants[c] > 1:  # two living players claim the same role
+                    s[p] += 0.35
+                if c not in self.fixed and c not in ("veteran", "vigilante"):
+                    s[p] += 0.15  # only the Random Town slot can be this role
+            if town_me and c == self.role and p != self.slot:
+                s[p] += 2.0 if ROLES[c].unique else 0.8  # I know who has my role
+        if self.claim_round:
+            for p in s:
+                if p not in self.claims:
+                    s[p] += 0.25
+        for p in self.revealed:
+            if p in s:
+                s[p] -= 3.0
+        if self.mafia:
+            for p in self.team:
+                if p in s:
+                    s[p] = -5.0
+        s.pop(self.slot, None)
+        self._sus = s
+        return s
+
+    def _best(self, candidates: tuple[int, ...] | list[int],
+              score: Callable[[int], float]) -> tuple[int | None, float]:
+        best: list[int] = []
+        top = float("-inf")
+        for c in candidates:
+            v = score(c)
+            if v > top + 1e-9:
+                best, top = [c], v
+            elif v > top - 1e-9:
+                best.append(c)
+        if not best:
+            return None, top
+        return (best[0] if len(best) == 1 else self.rng.choice(best)), top
+
+    def _top_suspect(self, candidates: tuple[int, ...] | list[int]) -> tuple[int | None, float]:
+        s = self.sus()
+        return self._best([c for c in candidates if c in s], lambda c: s[c])
+
+    # ---- talking -------------------------------------------------------------------
+    def _my_claim(self) -> str:
+        """The role this bot says it has: the truth for Town, a cover for evil roles."""
+        if self.claimed:
+            return self.claimed
+        role = self.role
+        if ROLES[role].faction is Faction.TOWN:
+            return role
+        if not self.cover:  # chosen once, so the story never changes
+            taken = set(self.claims.values()) | set(self.dead_role.values())
+            options = [r for r in FAKE_CLAIMS.get(role, ())
+                       if r not in taken and r in self.possible]
+            if options:
+                self.cover = options[0]
+            else:
+                options = [r for r in FAKE_FALLBACK if r not in taken and r in self.possible]
+                self.cover = self.rng.choice(options or list(FAKE_FALLBACK))
+        return self.cover
+
+    def _claim_text(self) -> str:
+        self.claimed = self._my_claim()
+        self.accused_me = False
+        text = cv.say_role(ROLES[self.claimed].name)
+        if self.unshared and self.claimed == self.role:
+            text += " " + " ".join(self.unshared)
+            self.unshared = []
+        return text
+
+    def _will_cmd(self) -> list[Command]:
+        text = cv.say_role(ROLES[self.role].name)
+        if self.results:
+            text += "\n" + "\n".join(self.results[-8:])
+        text = text[:400]
+        if text == self.will:
+            return []
+        self.will = text
+        return [WriteWill(self.slot, text)]
+
+    # ---- phases --------------------------------------------------------------------
+    def _day1(self, obs: View) -> list[Command]:
+        out = self._will_cmd()
+        out += self._jail(obs)
+        return out
+
+    def _discussion(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        out = self._will_cmd()
+        chat = acts.get("chat")
+        if chat is not None and "public" in chat.options:
+            text = self._speech()
+            if text:
+                out.append(Chat(self.slot, text[:500], "public"))
+        if "seance" in acts:
+            out += self._seance(acts["seance"])
+        whisper = acts.get("whisper")
+        if whisper is not None and self.role in ("doctor", "bodyguard"):
+            out += self._promise(whisper)
+        out += self._jail(obs)
+        return out
+
+    def _promise(self, whisper: LegalAction) -> list[Command]:
+        """A protector quietly tells a claimed investigator it will be protected."""
+        key = [t for t in whisper.targets if self.claims.get(t) in KEY_CLAIMS
+               and t not in self.promised and self.trust(t) >= 0.5]
+        if not key:
+            return []
+        t = key[0]
+        self.promised.add(t)
+        return [Whisper(self.slot, t, "I will protect you tonight.")]
+
+    def _speech(self) -> str:
+        role = self.role
+        fac = ROLES[role].faction
+        if role == "jester":
+            if self.day >= CLAIM_DAY and not self.claimed and self.rng.random() < 0.75:
+                return self._claim_text()  # a cover story, as the others do
+            if self.accused_me or self.rng.random() < 0.1:
+                self.accused_me = False
+                return cv.say_no_claim()
+            return ""
+        if role == "executioner" and self.exe_target in self.alive:
+            t = self._name(self.exe_target)
+            if self.day >= 2 and not self.fake_sheriff_done and self.rng.random() < 0.25 \
+                    and "sheriff" not in self.claims.values():
+                self.fake_sheriff_done = True
+                self.claimed = "sheriff"
+                return f"{cv.say_role('Sheriff')} {cv.say_suspicious(t)}"
+            if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed:
+                return self._claim_text()
+            return cv.say_accuse(t)
+        if fac is Faction.TOWN:
+            if self._counterclaim():
+                return self._claim_text()
+            if self.unshared and role in KEY_CLAIMS:
+                worth = self.accused_me or any(
+                    "is suspicious!" in r or "visited" in r or "could be" in r
+                    for r in self.unshared)
+                if worth:
+                    return self._claim_text()
+            if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed \
+                    and role not in ("jailor", "veteran"):
+                return self._claim_text()
+            return ""
+        # Mafia and the Serial Killer
+        team_faked = any(self.claims.get(t) == "sheriff" for t in self.team)
+        if self.mafia and not self.fake_sheriff_done and self.day >= 2 and not team_faked:
+            threat = self._sheriff_threat()
+            if threat is not None and self.rng.random() < 0.35:
+                self.fake_sheriff_done = True
+                self.claimed = "sheriff"
+                buddy = next((r[2] for r in self.reports if r[0] == threat
+                              and r[1] == cv.SUSPICIOUS and r[2] in self.team), None)
+                text = cv.say_role("Sheriff") + " " + cv.say_suspicious(self._name(threat))
+                if buddy is not None and buddy in self.alive:
+                    text += " " + cv.say_innocent(self._name(buddy))
+                return text
+            if role == "framer" and self.rng.random() < 0.12 \
+                    and "sheriff" not in self.claims.values():
+                victims = [p for p in self.alive if p not in self.team and p != self.slot
+                           and p not in self.claims]
+                if victims:
+                    self.fake_sheriff_done = True
+                    self.claimed = "sheriff"
+                    v = self.rng.choice(sorted(victims))
+                    return f"{cv.say_role('Sheriff')} {cv.say_suspicious(self._name(v))}"
+        if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed:
+            return self._claim_text()
+        return ""
+
+    def _counterclaim(self) -> bool:
+        """Someone else claims my (Town) role: say who I really am."""
+        if self.claimed == self.role or self.role in ("jailor", "veteran"):
+            return False
+        return any(r == self.role and s != self.slot and s in self.alive
+                   for s, r in self.claims.items())
+
+    def _sheriff_threat(self) -> int | None:
+        """A living player claiming to have found one of the Mafia."""
+        for src, kind, target, _w, _x in self.reports:
+            if src in self.alive and target in self.team and kind in (
+                    cv.SUSPICIOUS, cv.GROUP, cv.VISITED) and src not in self.team:
+                return src
+        return None
+
+    def _voting(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        out: list[Command] = []
+        chat = acts.get("chat")
+        if chat is not None and ROLES[self.role].faction is Faction.TOWN \
+                and self._counterclaim():
+            out.append(Chat(self.slot, self._claim_text()[:500]))
+        if "reveal" in acts and self._mayor_should_reveal():
+            out.append(DayAction(self.slot, "reveal"))
+        vote = acts.get("vote")
+        if vote is None:
+            return out
+        target = self._vote_target(vote.targets)
+        if target is not None and target != self.my_vote:
+            self.my_vote = target
+            out.append(Vote(self.slot, target))
+        out += self._jail(obs)
+        return out
+
+    def _mayor_should_reveal(self) -> bool:
+        if self.day < 2:
+            return False
+        _t, s = self._top_suspect(sorted(self.alive))
+        return s >= VOTE_AT and (self.day >= 3 or self.rng.random() < 0.3)
+
+    def _vote_target(self, targets: tuple[int, ...]) -> int | None:
+        cands = [t for t in targets if t not in self.pardoned]
+        if not cands:
+            return None
+        role = self.role
+        tally: dict[int, int] = {}
+        for t in self.votes.values():
+            tally[t] = tally.get(t, 0) + 1
+        if role == "executioner" and self.exe_target in cands:
+            return self.exe_target
+        endgame = len(self.alive) <= 4
+        if role == "jester":
+            wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
+            return wagon[0] if wagon and self.rng.random() < 0.5 else None
+        s = self.sus()
+        if self.mafia or role == "serial_killer":
+            # follow the Town's wagon against anyone but ourselves
+            mine = self.team | {self.slot}
+            wagon = [t for t in sorted(tally, key=lambda t: -tally[t])
+                     if t not in mine and t in cands]
+            if wagon:
+                return wagon[0]
+            threat = self._sheriff_threat() if self.mafia else None
+            if threat is not None and threat in cands and self.rng.random() < 0.5:
+                return threat
+            if endgame:
+                others = [t for t in cands if t not in mine]
+                return self._kill_pick(others) if others else None
+            return None
+        if role == "executioner":  # the target is gone: help whoever is winning
+            wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
+            return wagon[0] if wagon else None
+        best, top = self._best(cands, lambda c: s.get(c, 0.0))
+        at = 0.2 if endgame else (0.45 if self.claim_round else VOTE_AT)
+        if best is not None and top >= at:
+            return best
+        wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
+        if wagon and s.get(wagon[0], 0.0) >= 0.45:
+            return wagon[0]
+        return None
+
+    def _defense(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        out: list[Command] = []
+        if "reveal" in acts:
+            return [DayAction(self.slot, "reveal")]
+        chat = acts.get("chat")
+        if chat is None or self.accused != self.slot:
+            return out
+        if self.role == "jester":
+            return [Chat(self.slot, cv.say_no_claim())]
+        return [Chat(self.slot, self._claim_text()[:500])]
+
+    def _judgement(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        out: list[Command] = []
+        if "judge" not in acts or self.accused is None:
+            return out
+        verdict = self._verdict(self.accused)
+        if verdict != "abstain":
+            out.append(Judge(self.slot, verdict))
+        out += self._jail(obs)
+        return out
+
+    def _verdict(self, accused: int) -> str:
+        role = self.role
+        if role == "executioner":
+            return "guilty" if accused == self.exe_target else "abstain"
+        if role == "jester":
+            return "abstain"
+        if self.mafia:
+            return "innocent" if accused in self.team else "guilty"
+        if role == "serial_killer":
+            return "guilty"
+        if accused in self.revealed:
+            return "innocent"
+        s = self.sus().get(accused, 0.0)
+        if s >= GUILTY_AT:
+            return "guilty"
+        if s <= -0.3:
+            return "innocent"
+        claim = self.claims.get(accused)
+        if s < 0.1 and claim is not None and ROLES[claim].faction is Faction.TOWN:
+            return "innocent"  # an uncontested Town claim and nothing against it
+        return "abstain"
+
+    def _last_words(self, obs: View) -> list[Command]:
+        return []
+
+    # ---- day abilities ---------------------------------------------------------------
+    def _jail(self, obs: View) -> list[Command]:
+        jail = _legal(obs).get("jail")
+        if jail is None:
+            return []
+        cands = [t for t in jail.targets if t != self.accused and t not in self.revealed]
+        if not cands:
+            return []
+        s = self.sus()
+        town_claimed = {p for p, r in self.claims.items() if ROLES[r].faction is Faction.TOWN}
+        def score(c: int) -> float:
+            return s.get(c, 0.0) - (0.3 if c in town_claimed else 0.0) \
+                - 0.3 * self.jailed.get(c, 0)
+
+        best, _ = self._best(cands, score)
+        if best is None or best == self.jail_choice:
+            return []
+        self.jail_choice = best
+        return [DayAction(self.slot, "jail", best)]
+
+    def _seance(self, action: LegalAction) -> list[Command]:
+        key = [t for t in action.targets if self.claims.get(t) in KEY_CLAIMS]
+        target = self.rng.choice(key or list(action.targets))
+        return [DayAction(self.slot, "seance", target)]
+
+    # ---- night -----------------------------------------------------------------------
+    def _night(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        you = obs.you or {}
+        out = self._will_cmd()
+        chat = acts.get("chat")
+        if you.get("jailed") and chat is not None and "jail" in chat.options:
+            text = cv.say_no_claim() if self.role == "jester" else self._jail_claim()
+            out.append(Chat(self.slot, text, "jail"))
+        night = acts.get("night")
+        if night is not None:
+            handler = _NIGHT.get(night.ability)
+            targets = handler(self, night) if handler is not None else None
+            if targets:
+                if self.role == "lookout":
+                    self.watched[self.day] = targets[0]
+                out.append(NightAction(self.slot, targets))
+                if self.role == "godfather" and chat is not None and "mafia" in chat.options:
+                    out.append(Chat(self.slot, f"Let's kill {self._name(targets[0])}.", "mafia"))
+        elif chat is not None and "dead" in chat.options and self.role == "medium" \
+                and self.rng.random() < 0.25:
+            out.append(Chat(self.slot, "Who killed you?", "dead"))
+        return out
+
+    def _jail_claim(self) -> str:
+        claim = self._my_claim()
+        return cv.say_role(ROLES[claim].name)
+
+    def _investigate(self, action: LegalAction) -> tuple[int, ...] | None:
+        s = self.sus()
+        cands = [t for t in action.targets if t not in self.checked and t not in self.revealed]
+        if not cands:
+            cands = list(action.targets)
+        town_claimed = {p for p, r in self.claims.items() if ROLES[r].faction is Faction.TOWN}
+        conflicted = {p for p, r in self.claims.items() if p in self.alive and any(
+            r == r2 and p2 != p and p2 in self.alive for p2, r2 in self.claims.items())}
+
+        def score(c: int) -> float:
+            v = s.get(c, 0.0)
+            if c in conflicted and self.claims.get(c) != self.role:
+                return v + 0.8
+            return v - (0.4 if c in town_claimed else 0.0)
+
+        best, _ = self._best(cands, score)
+        if best is None:
+            return None
+        self.checked.add(best)
+        return (best,)
+
+    def _watch(self, action: LegalAction) -> tuple[int, ...] | None:
+        key = [t for t in action.targets if self.claims.get(t) in KEY_CLAIMS
+               or t in self.revealed]
+        return (self.rng.choice(key or list(action.targets)),)
+
+    def _protect(self, action: LegalAction) -> tuple[int, ...] | None:
+        targets = action.targets
+        if self.claimed and self.slot in targets and self.rng.random() < 0.5:
+            return (self.slot,)
+        key = [t for t in targets if t != self.slot and self.claims.get(t) in KEY_CLAIMS
+               and self.trust(t) >= 0.5]
+        if key:
+            return (max(key, key=lambda t: (self.trust(t), -t)),)
+        s = self.sus()
+        others = [t for t in targets if t != self.slot and s.get(t, 0.0) < 0.3]
+        return (self.rng.choice(others or list(targets)),)
+
+    def _block(self, action: LegalAction) -> tuple[int, ...] | None:
+        best, top = self._top_suspect(action.targets)
+        if best is not None and top >= 0.4:
+            return (best,)
+        quiet = [t for t in action.targets if t not in self.claims]
+        return (self.rng.choice(quiet or list(action.targets)),)
+
+    def _execute(self, action: LegalAction) -> tuple[int, ...] | None:
+        prisoner = action.targets[0]
+        self.jailed[prisoner] = self.jailed.get(prisoner, 0) + 1
+        if prisoner in self.revealed:
+            return None
+        s = self.sus().get(prisoner, 0.0)
+        claim = self.jail_claims.get(prisoner) or self.claims.get(prisoner)
+        town_claim = claim is not None and ROLES[claim].faction is Faction.TOWN
+        if town_claim and s < 0.9:
+            return None  # never execute a Town claim without evidence
+        if s >= EXECUTE_AT or (claim is None and s >= 0.4):
+            return (prisoner,)
+        return None
+
+    def _shoot(self, action: LegalAction) -> tuple[int, ...] | None:
+        s = self.sus()
+        best, top = self._best([t for t in action.targets if t in s and not self.failed.get(t)],
+                               lambda c: s[c])
+        if best is None or top < SHOOT_AT:
+            return None
+        self.night_kills.add(best)
+        return (best,)
+
+    def _alert(self, action: LegalAction) -> tuple[int, ...] | None:
+        p = 0.5 if (self.claimed or self.accused_me) else 0.3
+        return (self.slot,) if self.rng.random() < p else None
+
+    def _revive(self, action: LegalAction) -> tuple[int, ...] | None:
+        by_role = {self.dead_role.get(t, ""): t for t in sorted(action.targets, reverse=True)}
+        for role in REVIVE_ORDER[:5]:
+            if role in by_role:
+                return (by_role[role],)
+        return None
+
+    def _transport(self, action: LegalAction) -> tuple[int, ...] | None:
+        key = [t for t in action.targets if t != self.slot and self.claims.get(t) in KEY_CLAIMS]
+        if key and self.slot in action.targets and self.rng.random() < 0.5:
+            return (self.slot, self.rng.choice(key))
+        return None
+
+    def _kill(self, action: LegalAction) -> tuple[int, ...] | None:
+        if self.role == "mafioso" and self.team_target in action.targets:
+            return (self.team_target,)  # the Godfather's pick
+        best = self._kill_pick([t for t in action.targets if t != self.slot])
+        if best is None:
+            return None
+        self.night_kills.add(best)
+        return (best,)
+
+    def _kill_pick(self, targets: list[int]) -> int | None:
+        """Claimed investigators first, then other key roles; not a claimed
+        Veteran, and not someone an attack already failed on."""
+        s_threat = self._sheriff_threat() if self.mafia else None
+
+        def score(t: int) -> float:
+            c = self.claims.get(t)
+            v = 0.0
+            if c in KEY_CLAIMS:
+                v += 3.0
+            elif t in self.revealed:
+                v += 2.5
+            elif c in ("doctor", "jailor", "bodyguard"):
+                v += 1.5
+            elif c == "veteran":
+                v -= 2.0
+            if t == s_threat:
+                v += 1.0
+            return v - 2.5 * self.failed.get(t, 0)
+
+        return self._best(targets, score)[0]
+
+    def _frame(self, action: LegalAction) -> tuple[int, ...] | None:
+        quiet = [t for t in action.targets if t not in self.claims and t not in self.revealed]
+        return (self.rng.choice(quiet or list(action.targets)),)
+
+    def _haunt(self, action: LegalAction) -> tuple[int, ...] | None:
+        guilty = [t for t in action.targets if self.verdicts.get(t) == "guilty"]
+        return (self.rng.choice(guilty or list(action.targets)),)
+
+    # ---- the dead --------------------------------------------------------------------
+    def _dead(self, obs: View) -> list[Command]:
+        acts = _legal(obs)
+        out: list[Command] = []
+        night = acts.get("night")
+        if night is not None and night.ability == "haunt":
+            targets = self._haunt(night)
+            if targets:
+                out.append(NightAction(self.slot, targets))
+        if "seance" in acts and obs.phase == "discussion":
+            out += self._seance(acts["seance"])
+        chat = acts.get("chat")
+        if chat is not None and not self.said_dead and obs.phase == "night" \
+                and "dead" in chat.options:
+            self.said_dead = True
+            if self.rng.random() < 0.3:
+                out.append(Chat(self.slot, f"I was the {ROLES[self.role].name}.", "dead"))
+        if chat is not None and "seance" in chat.options and self.role == "medium":
+            out.append(Chat(self.slot, "Tell me what you know.", "seance"))
+        return out
+
+
+# ---- event handlers ----------------------------------------------------------------
+
+def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
+    author = d.get("author")
+    if isinstance(author, int):
+        b._hear(author, d.get("text", ""), b.ev_day)
+
+
+def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
+    role_list = d.get("role_list") or []
+    b.possible = _possible_roles(role_list)
+    b.fixed = frozenset(r for r in role_list if r in ROLES) if role_list else frozenset(ROLES)
+
+
+def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
+    author = d.get("author")
+    if b.role != "jailor" or not isinstance(author, int) or author == b.slot:
+        return
+    assert b.vocab is not None
+    for c in b.vocab.parse(d.get("text", "")):
+        if c.kind == cv.ROLE:
+            b.jail_claims[author] = c.role
+        elif c.kind == cv.NO_CLAIM:
+            b.own[author] = b.own.get(author, 0.0) + 0.4
+
+
+def _on_will(b: ScriptedBot, d: dict[str, Any]) -> None:
+    player = d.get("player")
+    if isinstance(player, int):
+        b.claims.pop(player, None)
+        b._hear(player, d.get("will", ""), b.ev_day)
+
+
+def _on_vote(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.votes[d["voter"]] = d["target"]
+
+
+def _on_vote_cancel(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.votes.pop(d["voter"], None)
+
+
+def _on_voting(b: ScriptedBot, d: dict[str, Any]) -> None:
+    if b.ev_day >= CLAIM_DAY:
+        b.claim_round = True
+    b.votes = {}
+    b.my_vote = None
+    b.accused = None
+
+
+def _on_discussion(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.pardoned = set()
+    for t in b.night_kills:  # the roster is already up to date
+        if t in b.alive:
+            b.failed[t] = b.failed.get(t, 0) + 1
+    b.night_kills = set()
+
+
+def _on_night(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.votes = {}
+    b.my_vote = None
+
+
+def _on_trial(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.accused = d["accused"]
+    b.verdicts = {}
+    if b.accused == b.slot:
+        b.accused_me = True
+
+
+def _on_verdict(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.verdicts[d["voter"]] = d["verdict"]
+
+
+def _on_pardon(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.pardoned.add(d["accused"])
+
+
+def _on_dawn_death(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.night_deaths.setdefault(b.ev_day - 1, set()).add(d["player"])
+
+
+def _on_reveal(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.revealed.add(d["player"])
+    b.claims[d["player"]] = "mayor"
+
+
+def _on_sheriff(suspicious: bool) -> Callable[[ScriptedBot, dict[str, Any]], None]:
+    def handle(b: ScriptedBot, d: dict[str, Any]) -> None:
+        t = d["target"]
+        b.own[t] = b.own.get(t, 0.0) + (2.0 if suspicious else -0.8)
+        name = b._name(t)
+        line = cv.say_suspicious(name) if suspicious else cv.say_innocent(name)
+        b.results.append(f"N{b.ev_day}: {line}")
+        b.unshared.append(line)
+    return handle
+
+
+def _on_investigator(b: ScriptedBot, d: dict[str, Any]) -> None:
+    t = d["target"]
+    roles = tuple(d["roles"])
+    b.own_groups[t] = roles
+    line = cv.say_group(b._name(t), roles)
+    b.results.append(f"N{b.ev_day}: {line}")
+    b.unshared.append(line)
+
+
+def _on_lookout(b: ScriptedBot, d: dict[str, Any]) -> None:
+    visitor = b._slot(d.get("visitor"))
+    house = b.watched.get(b.ev_day)
+    if visitor is None or house is None:
+        return
+    line = cv.say_visited(b._name(visitor), b._name(house))
+    b.results.append(f"N{b.ev_day}: {line}")
+    b.unshared.append(line)
+
+
+def _on_spy(b: ScriptedBot, d: dict[str, Any]) -> None:
+    t = b._slot(d.get("target"))
+    if t is not None:
+        b.results.append(f"N{b.ev_day}: {cv.say_mafia_visited(b._name(t))}")
+
+
+def _on_mafia_chosen(b: ScriptedBot, d: dict[str, Any]) -> None:
+    actor = d.get("actor")
+    targets = d.get("targets") or []
+    if targets and d.get("ability") == "kill":
+        b.night_kills.add(targets[0])
+        if actor != b.slot:
+            b.team_target = targets[0]
+
+
+def _on_new_night(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.team_target = None
+    b.votes = {}
+    b.my_vote = None
+    b.accused = None
+
+
+_HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
+    "game.start": _on_start,
+    "chat.public": _on_chat,
+    "chat.jail": _on_jail_chat,
+    "dawn.will": _on_will,
+    "lynch.will": _on_will,
+    "vote.cast": _on_vote,
+    "vote.changed": _on_vote,
+    "vote.cancel": _on_vote_cancel,
+    "phase.voting": _on_voting,
+    "phase.discussion": _on_discussion,
+    "phase.night": _on_new_night,
+    "trial.start": _on_trial,
+    "judge.vote": _on_verdict,
+    "judge.pardon": _on_pardon,
+    "dawn.death": _on_dawn_death,
+    "mayor.reveal": _on_reveal,
+    "night.sheriff_mafia": _on_sheriff(True),
+    "night.sheriff_sk": _on_sheriff(True),
+    "night.sheriff_suspicious": _on_sheriff(True),
+    "night.sheriff_innocent": _on_sheriff(False),
+    "night.sheriff_innocent_modern": _on_sheriff(False),
+    "night.investigator": _on_investigator,
+    "night.lookout": _on_lookout,
+    "night.spy": _on_spy,
+    "night.mafia_chosen": _on_mafia_chosen,
+}
+
+# Events after which suspicion must be computed again.
+_CHANGES_SUSPICION = frozenset({
+    "chat.public", "chat.jail", "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
+    "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
+    "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",
+})
+# event key -> (handler, whether suspicion must be computed again afterwards)
+_HANDLERS: dict[str, tuple[Callable[[ScriptedBot, dict[str, Any]], None], bool]] = {
+    k: (f, k in _CHANGES_SUSPICION) for k, f in _HANDLER_FUNCS.items()
+}
+
+_PHASES: dict[str, Callable[[ScriptedBot, View], list[Command]]] = {
+    "day1": ScriptedBot._day1,
+    "discussion": ScriptedBot._discussion,
+    "voting": ScriptedBot._voting,
+    "defense": ScriptedBot._defense,
+    "judgement": ScriptedBot._judgement,
+    "last_words": ScriptedBot._last_words,
+    "night": ScriptedBot._night,
+}
+
+_NIGHT: dict[str, Callable[[ScriptedBot, LegalAction], tuple[int, ...] | None]] = {
+    "interrogate": ScriptedBot._investigate,
+    "investigate": ScriptedBot._investigate,
+    "watch": ScriptedBot._watch,
+    "heal": ScriptedBot._protect,
+    "guard": ScriptedBot._protect,
+    "distract": ScriptedBot._block,
+    "execute": ScriptedBot._execute,
+    "shoot": ScriptedBot._shoot,
+    "alert": ScriptedBot._alert,
+    "revive": ScriptedBot._revive,
+    "transport": ScriptedBot._transport,
+    "kill": ScriptedBot._kill,
+    "frame": ScriptedBot._frame,
+    "haunt": ScriptedBot._haunt,
+}

@@ -1,0 +1,1212 @@
+"""Scenario files: small YAML games with expectations, run against the engine.
+
+A scenario fixes the roles seat by seat, optionally jumps to a starting phase
+and prior state, plays a list of steps (commands, timeouts, checks) and checks
+what each player could see through the projection (`view.visible_events`),
+never raw hidden state, for everything that is a message. The format is
+documented in `docs/scenarios.md`.
+
+Layers, kept apart so the engine stays pure:
+
+* `load_string(text, file)` parses YAML (with line numbers) and compiles it
+  into `Scenario` objects; structural problems (unknown fields, unknown
+  roles, bad phase names ...) are recorded on the scenario with `file:line`.
+* `load_file(path)` is the only function here that reads a file.
+* `run(scenario)` plays one scenario and returns a `ScenarioResult`.
+* `run_paths(paths)` loads and runs files and folders (``*.yaml`` inside).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tossim.engine.commands import (
+    Chat,
+    Command,
+    DayAction,
+    Judge,
+    NightAction,
+    PhaseTimeout,
+    Vote,
+    Whisper,
+    WriteDeathNote,
+    WriteWill,
+)
+from tossim.engine.events import Event
+from tossim.engine.legal import IllegalCommand
+from tossim.engine.modes import RuleFlags
+from tossim.engine.roles import ROLES, find_role
+from tossim.engine.rules import apply, new_game
+from tossim.engine.state import Death, Game, GameConfig, Phase
+from tossim.engine.view import PUBLIC_VIEWER, Viewer, visible_events
+
+FAULTS = ("intention", "premise", "parameter", "expression")
+RESULTS = ("town", "mafia", "serial_killer", "draw", "none")
+SHERIFF_RESULTS = ("suspicious", "not_suspicious", "none")
+MAX_UNTIL = 1000  # PhaseTimeouts an `until` step may send before giving up
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be read at all (YAML syntax, wrong top level)."""
+
+
+# ---- YAML with line numbers ------------------------------------------------------------
+
+class LineDict(dict[Any, Any]):
+    """A YAML mapping that remembers its own line and the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class LineList(list[Any]):
+    """A YAML sequence that remembers its own line and the line of each item (1-based)."""
+
+    line: int = 0
+    item_lines: list[int]
+
+    def line_at(self, index: int) -> int:
+        return self.item_lines[index] if index < len(self.item_lines) else self.line
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences carry line numbers."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.Node) -> LineDict:
+    assert isinstance(node, yaml.MappingNode)
+    loader.flatten_mapping(node)
+    out = LineDict()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark) from None
+        if key in out:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_sequence(loader: yaml.SafeLoader, node: yaml.Node) -> LineList:
+    assert isinstance(node, yaml.SequenceNode)
+    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    out.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
+
+
+# ---- compiled scenario -------------------------------------------------------------------
+
+_PHASE_WORDS = {
+    "discussion": Phase.DISCUSSION, "voting": Phase.VOTING, "defense": Phase.DEFENSE,
+    "judgement": Phase.JUDGEMENT, "judgment": Phase.JUDGEMENT,
+    "last words": Phase.LAST_WORDS, "last_words": Phase.LAST_WORDS,
+}
+_PHASE_RE = re.compile(r"^(day|night)\s+(\d+)(?:\s+(.+))?$")
+# Position of each phase inside a day, for "is this before or after" questions.
+_PHASE_ORDER = {Phase.DAY1: 0, Phase.DISCUSSION: 1, Phase.VOTING: 2, Phase.DEFENSE: 3,
+                Phase.JUDGEMENT: 4, Phase.LAST_WORDS: 5, Phase.NIGHT: 9}
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """A point of the game: ("day 1"), ("day 2 voting"), ("night 3"), ("ended")."""
+
+    day: int
+    phase: Phase
+
+    @staticmethod
+    def parse(text: object) -> PhaseSpec:
+        if not isinstance(text, str):
+            raise ValueError(f"a phase is written like 'day 2 voting' or 'night 1', not {text!r}")
+        t = " ".join(text.strip().lower().split())
+        if t == "ended":
+            return PhaseSpec(0, Phase.ENDED)
+        m = _PHASE_RE.match(t)
+        if m is None:
+            raise ValueError(f"unknown phase {text!r}: use 'day 1', 'night N', 'day N', "
+                             f"'day N voting' (defense, judgement, last words) or 'ended'")
+        word, day, rest = m.group(1), int(m.group(2)), m.group(3)
+        if day < 1:
+            raise ValueError(f"unknown phase {text!r}: days start at 1")
+        if word == "night":
+            if rest:
+                raise ValueError(f"unknown phase {text!r}: a night has no sub-phases")
+            return PhaseSpec(day, Phase.NIGHT)
+        if day == 1:
+            if rest and rest != "day1":
+                raise ValueError(f"unknown phase {text!r}: Day 1 has no {rest}")
+            return PhaseSpec(1, Phase.DAY1)
+        if rest is None:
+            return PhaseSpec(day, Phase.DISCUSSION)
+        if rest not in _PHASE_WORDS:
+            raise ValueError(f"unknown phase {text!r}: a day phase is one of discussion, "
+                             f"voting, defense, judgement, last words")
+        return PhaseSpec(day, _PHASE_WORDS[rest])
+
+    @staticmethod
+    def of(game: Game) -> PhaseSpec:
+        if game.phase is Phase.ENDED:
+            return PhaseSpec(0, Phase.ENDED)
+        return PhaseSpec(game.day, game.phase)
+
+    def position(self) -> tuple[int, int]:
+        if self.phase is Phase.ENDED:
+            return (1 << 30, 0)
+        return (self.day, _PHASE_ORDER[self.phase])
+
+    def __str__(self) -> str:
+        if self.phase is Phase.ENDED:
+            return "ended"
+        if self.phase is Phase.NIGHT:
+            return f"night {self.day}"
+        if self.phase is Phase.DAY1:
+            return "day 1"
+        return f"day {self.day} {self.phase.value.replace('_', ' ')}"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Which events count as "this message": every given field must match."""
+
+    key: str | None = None
+    text: str | None = None
+    text_contains: str | None = None
+    data: dict[str, Any] | None = None
+    day: int | None = None
+    phase: str | None = None
+    count: int | None = None  # exactly this many matching events (default: at least one)
+
+    def matches(self, e: Event) -> bool:
+        if self.key is not None and e.key != self.key:
+            return False
+        if self.text is not None and e.text != self.text:
+            return False
+        if self.text_contains is not None and self.text_contains not in e.text:
+            return False
+        if self.day is not None and e.day != self.day:
+            return False
+        if self.phase is not None and e.phase != self.phase:
+            return False
+        if self.data is not None:
+            for k, v in self.data.items():
+                if k not in e.data or not _same(e.data[k], v):
+                    return False
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        if self.key is not None:
+            parts.append(self.key)
+        if self.text is not None:
+            parts.append(f"text {self.text!r}")
+        if self.text_contains is not None:
+            parts.append(f"text containing {self.text_contains!r}")
+        if self.data is not None:
+            parts.append(f"data {self.data!r}")
+        if self.day is not None:
+            parts.append(f"on day {self.day}")
+        if self.phase is not None:
+            parts.append(f"in phase {self.phase}")
+        if self.count is not None:
+            parts.append(f"x{self.count}")
+        return " ".join(parts) or "(any message)"
+
+
+def _same(actual: Any, expected: Any) -> bool:
+    if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
+        return len(actual) == len(expected) and all(
+            _same(a, b) for a, b in zip(actual, expected, strict=True))
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        return actual.keys() == expected.keys() and all(
+            _same(actual[k], expected[k]) for k in actual)
+    return bool(actual == expected)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One atomic expectation, with the line it was written on."""
+
+    line: int
+    kind: str
+    slot: int | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Step:
+    line: int
+    kind: str  # commands | timeout | until | illegal | expect
+    commands: tuple[Command, ...] = ()
+    count: int = 1
+    until: PhaseSpec | None = None
+    fault: str | None = None
+    reason_contains: str | None = None
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass
+class Scenario:
+    name: str
+    file: str
+    line: int
+    roles: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    flags: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    start: PhaseSpec = PhaseSpec(1, Phase.DAY1)
+    state: dict[str, Any] = field(default_factory=dict)
+    state_line: int = 0
+    steps: list[Step] = field(default_factory=list)
+    expect: tuple[Check, ...] = ()
+    covers: tuple[str, ...] = ()
+    notes: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    file: str
+    line: int
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+# ---- compiling ---------------------------------------------------------------------------
+
+TOP_FIELDS = ("name", "notes", "covers", "seed", "flags", "players", "start", "state",
+              "steps", "expect")
+STATE_FIELDS = ("dead", "uses", "revealed_mayor", "framed", "executioner_target", "wills",
+                "death_notes", "guilty_conscience")
+EXPECT_FIELDS = ("dead", "alive", "phase", "messages", "no_messages", "public", "no_public",
+                 "investigator", "sheriff", "roles", "uses", "causes", "result", "winners")
+MATCHER_FIELDS = ("key", "text", "text_contains", "data", "day", "phase", "night", "count")
+# step word -> (required fields, optional fields)
+COMMAND_STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "night": (("actor",), ("targets", "target")),
+    "vote": (("actor",), ("target",)),
+    "judge": (("actor", "verdict"), ()),
+    "jail": (("actor",), ("target",)),
+    "seance": (("actor",), ("target",)),
+    "reveal": (("actor",), ()),
+    "chat": (("actor", "text"), ("channel",)),
+    "whisper": (("actor", "target", "text"), ()),
+    "will": (("actor", "text"), ()),
+    "death_note": (("actor", "text"), ()),
+}
+MACRO_STEPS = ("votes", "verdicts")
+OTHER_STEPS = ("timeout", "until", "illegal", "expect")
+
+
+class _Invalid(Exception):
+    """Internal: one problem found while compiling, already located."""
+
+
+class _Compiler:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.errors: list[str] = []
+        self.names: dict[str, int] = {}  # lower-case name -> seat
+        self.full_names: list[str] = []
+        self.roles: list[str] = []
+
+    # -- helpers --
+    def err(self, line: int, message: str) -> None:
+        self.errors.append(f"{self.file}:{line}: {message}")
+
+    def unknown_fields(self, mapping: LineDict, allowed: Iterable[str], where: str) -> None:
+        allowed = tuple(allowed)
+        for key in mapping:
+            if key not in allowed:
+                self.err(mapping.line_of(key), f"unknown field {key!r} in {where} "
+                                               f"(known: {', '.join(allowed)})")
+
+    def mapping(self, value: Any, line: int, what: str) -> LineDict:
+        if not isinstance(value, LineDict):
+            self.err(line, f"{what} must be a mapping, not {_kind(value)}")
+            raise _Invalid
+        return value
+
+    def sequence(self, value: Any, line: int, what: str) -> LineList:
+        if isinstance(value, LineList):
+            return value
+        self.err(line, f"{what} must be a list, not {_kind(value)}")
+        raise _Invalid
+
+    def integer(self, value: Any, line: int, what: str, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.err(line, f"{what} must be a whole number >= {minimum}, not {value!r}")
+            raise _Invalid
+        return value
+
+    def text(self, value: Any, line: int, what: str) -> str:
+        if not isinstance(value, str):
+            self.err(line, f"{what} must be text, not {_kind(value)}")
+            raise _Invalid
+        return value
+
+    def ref(self, value: Any, line: int, what: str, *, strict: bool = True) -> int:
+        """A player: a seat number or a player name. `strict=False` lets numbers
+        outside the game through (an `illegal` step may name player 99)."""
+        if isinstance(value, bool):
+            pass
+        elif isinstance(value, int):
+            if not strict or 1 <= value <= len(self.roles):
+                return value
+            self.err(line, f"{what}: there is no player {value} "
+                           f"(players are 1-{len(self.roles)})")
+            raise _Invalid
+        elif isinstance(value, str):
+            key = value.strip().lower()
+            if key in self.names:
+                return self.names[key]
+            if key.isdigit():
+                return self.ref(int(key), line, what, strict=strict)
+            self.err(line, f"{what}: unknown player {value!r} "
+                           f"(use a seat number or one of: {', '.join(self.full_names)})")
+            raise _Invalid
+        self.err(line, f"{what} must be a seat number or a player name, not {value!r}")
+        raise _Invalid
+
+    def refs(self, value: Any, line: int, what: str) -> list[tuple[int, int]]:
+        """A list of players -> [(slot, line)]."""
+        items = self.sequence(value, line, what)
+        out = []
+        for i, item in enumerate(items):
+            try:
+                out.append((self.ref(item, items.line_at(i), what), items.line_at(i)))
+            except _Invalid:
+                continue
+        return out
+
+    def per_player(self, value: Any, line: int, what: str) -> list[tuple[int, Any, int]]:
+        """A mapping player -> value -> [(slot, value, line)]."""
+        m = self.mapping(value, line, what)
+        out = []
+        for key, item in m.items():
+            try:
+                out.append((self.ref(key, m.line_of(key), what), item, m.line_of(key)))
+            except _Invalid:
+                continue
+        return out
+
+    def role_key(self, value: Any, line: int, what: str) -> str:
+        r = find_role(value) if isinstance(value, str) else None
+        if r is None:
+            self.err(line, f"{what}: unknown role {value!r} "
+                           f"(known: {', '.join(x.name for x in ROLES.values())})")
+            raise _Invalid
+        return r.key
+
+    # -- the scenario --
+    def scenario(self, doc: Any, line: int) -> Scenario:
+        if not isinstance(doc, LineDict):
+            self.err(line, f"a scenario must be a mapping, not {_kind(doc)}")
+            return Scenario(name=f"{self.file}:{line}", file=self.file, line=line,
+                            errors=list(self.errors))
+        sc = Scenario(name=f"{self.file}:{doc.line}", file=self.file, line=doc.line)
+        self.unknown_fields(doc, TOP_FIELDS, "a scenario")
+        self._guard(lambda: self._header(doc, sc))
+        if "players" not in doc:
+            self.err(doc.line, "a scenario needs a `players` list")
+        else:
+            self._guard(lambda: self._players(doc["players"], doc.line_of("players"), sc))
+        if self.roles:  # everything below refers to players
+            if "start" in doc:
+                self._guard(lambda: self._start(doc["start"], doc.line_of("start"), sc))
+            if "state" in doc:
+                self._guard(lambda: self._state(doc["state"], doc.line_of("state"), sc))
+            if "steps" in doc:
+                self._guard(lambda: self._steps(doc["steps"], doc.line_of("steps"), sc))
+            if "expect" in doc:
+                sc.expect = tuple(self._checks_guarded(doc["expect"], doc.line_of("expect")))
+        sc.errors = list(self.errors)
+        return sc
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        with contextlib.suppress(_Invalid):
+            fn()
+
+    def _header(self, doc: LineDict, sc: Scenario) -> None:
+        if "name" not in doc:
+            self.err(doc.line, "a scenario needs a `name`")
+        else:
+            sc.name = self.text(doc["name"], doc.line_of("name"), "name").strip()
+        if "notes" in doc:
+            sc.notes = self.text(doc["notes"], doc.line_of("notes"), "notes")
+        if "seed" in doc:
+            sc.seed = self.integer(doc["seed"], doc.line_of("seed"), "seed")
+        if "covers" in doc:
+            items = self.sequence(doc["covers"], doc.line_of("covers"), "covers")
+            sc.covers = tuple(self.text(x, items.line_at(i), "covers")
+                              for i, x in enumerate(items))
+        if "flags" in doc:
+            flags = self.mapping(doc["flags"], doc.line_of("flags"), "flags")
+            try:
+                RuleFlags.from_dict(dict(flags))
+            except (ValueError, TypeError) as exc:
+                self.err(flags.line, f"flags: {exc}")
+                raise _Invalid from None
+            sc.flags = dict(flags)
+
+    def _players(self, value: Any, line: int, sc: Scenario) -> None:
+        items = self.sequence(value, line, "players")
+        if not items:
+            self.err(line, "players must not be empty")
+            raise _Invalid
+        roles: list[str] = []
+        names: list[str | None] = []
+        ok = True
+        for i, item in enumerate(items):
+            at = items.line_at(i)
+            try:
+                if isinstance(item, LineDict):
+                    self.unknown_fields(item, ("name", "role"), "a player")
+                    if "role" not in item:
+                        self.err(at, "a player needs a `role`")
+                        raise _Invalid
+                    roles.append(self.role_key(item["role"], item.line_of("role"), "role"))
+                    names.append(self.text(item["name"], item.line_of("name"), "name").strip()
+                                 if "name" in item else None)
+                else:
+                    roles.append(self.role_key(item, at, f"player {i + 1}"))
+                    names.append(None)
+            except _Invalid:
+                ok = False
+        if not ok:
+            raise _Invalid
+        full = [n if n else f"Player {i}" for i, n in enumerate(names, start=1)]
+        seen: dict[str, int] = {}
+        for i, n in enumerate(full, start=1):
+            if n.lower() in seen:
+                self.err(items.line_at(i - 1), f"player name {n!r} is used twice")
+                raise _Invalid
+            if n.isdigit():
+                self.err(items.line_at(i - 1), f"player name {n!r} looks like a seat number")
+                raise _Invalid
+            seen[n.lower()] = i
+        self.roles = roles
+        self.names = seen
+        self.full_names = full
+        sc.roles = tuple(roles)
+        sc.names = tuple(full) if any(names) else ()
+
+    def _start(self, value: Any, line: int, sc: Scenario) -> None:
+        try:
+            spec = PhaseSpec.parse(value)
+        except ValueError as exc:
+            self.err(line, f"start: {exc}")
+            raise _Invalid from None
+        if spec.phase not in (Phase.DAY1, Phase.NIGHT, Phase.DISCUSSION, Phase.VOTING):
+            self.err(line, f"start: {value!r} is not a start point; use 'day 1', 'night N', "
+                           f"'day N' or 'day N voting'")
+            raise _Invalid
+        sc.start = spec
+
+    def _state(self, value: Any, line: int, sc: Scenario) -> None:
+        state = self.mapping(value, line, "state")
+        self.unknown_fields(state, STATE_FIELDS, "state")
+        sc.state_line = state.line
+        out: dict[str, Any] = {}
+        for key in STATE_FIELDS:
+            if key not in state:
+                continue
+            at = state.line_of(key)
+            raw = state[key]
+            try:
+                if key in ("dead", "framed", "revealed_mayor", "guilty_conscience"):
+                    slots = self.refs(raw, at, f"state.{key}")
+                    need = {"revealed_mayor": "mayor", "guilty_conscience": "vigilante"}.get(key)
+                    for slot, where in slots:
+                        if need and self.roles[slot - 1] != need:
+                            self.err(where, f"state.{key}: player {slot} is a "
+                                            f"{ROLES[self.roles[slot - 1]].name}, not a "
+                                            f"{ROLES[need].name}")
+                    out[key] = [s for s, _ in slots]
+                elif key == "uses":
+                    uses: dict[int, dict[str, int]] = {}
+                    for slot, item, where in self.per_player(raw, at, "state.uses"):
+                        m = self.mapping(item, where, f"state.uses for player {slot}")
+                        known = ROLES[self.roles[slot - 1]].uses
+                        for use, n in m.items():
+                            if use not in known:
+                                self.err(m.line_of(use),
+                                         f"state.uses: a {ROLES[self.roles[slot - 1]].name} "
+                                         f"has no {use!r} (has: {', '.join(known) or 'none'})")
+                                continue
+                            uses.setdefault(slot, {})[use] = self.integer(
+                                n, m.line_of(use), f"state.uses.{use}")
+                    out[key] = uses
+                elif key == "executioner_target":
+                    targets: dict[int, int] = {}
+                    for slot, item, where in self.per_player(raw, at, key):
+                        if self.roles[slot - 1] != "executioner":
+                            self.err(where, f"state.executioner_target: player {slot} is not "
+                                            f"an Executioner")
+                            continue
+                        targets[slot] = self.ref(item, where, "state.executioner_target")
+                    out[key] = targets
+                else:  # wills, death_notes
+                    texts: dict[int, str] = {}
+                    for slot, item, where in self.per_player(raw, at, f"state.{key}"):
+                        texts[slot] = self.text(item, where, f"state.{key}")
+                    out[key] = texts
+            except _Invalid:
+                continue
+        sc.state = out
+
+    # -- steps --
+    def _steps(self, value: Any, line: int, sc: Scenario) -> None:
+        items = self.sequence(value, line, "steps")
+        for i, item in enumerate(items):
+            at = items.line_at(i)
+            try:
+                sc.steps.append(self._step(item, at))
+            except _Invalid:
+                continue
+
+    def _step(self, item: Any, line: int) -> Step:
+        if item == "timeout":
+            return Step(line, "timeout")
+        if not isinstance(item, LineDict) or len(item) != 1:
+            known = ", ".join([*COMMAND_STEPS, *MACRO_STEPS, *OTHER_STEPS])
+            self.err(line, f"a step is a one-key mapping ({known}) or the word timeout, "
+                           f"not {item!r}")
+            raise _Invalid
+        (kind, arg), = item.items()
+        at = item.line_of(kind)
+        if kind == "timeout":
+            n = 1 if arg is None else self.integer(arg, at, "timeout", minimum=1)
+            return Step(line, "timeout", count=n)
+        if kind == "until":
+            try:
+                return Step(line, "until", until=PhaseSpec.parse(arg))
+            except ValueError as exc:
+                self.err(at, f"until: {exc}")
+                raise _Invalid from None
+        if kind == "expect":
+            return Step(line, "expect", checks=tuple(self._checks_guarded(arg, at)))
+        if kind == "illegal":
+            return self._illegal(arg, at)
+        if kind in MACRO_STEPS:
+            return Step(line, "commands", commands=self._macro(kind, arg, at))
+        if kind in COMMAND_STEPS:
+            return Step(line, "commands", commands=(self._command(kind, arg, at),))
+        known = ", ".join([*COMMAND_STEPS, *MACRO_STEPS, *OTHER_STEPS])
+        self.err(at, f"unknown step {kind!r} (known: {known})")
+        raise _Invalid
+
+    def _illegal(self, arg: Any, line: int) -> Step:
+        m = self.mapping(arg, line, "illegal")
+        kinds = [k for k in m if k in COMMAND_STEPS]
+        self.unknown_fields(m, (*COMMAND_STEPS, "fault", "reason_contains"), "illegal")
+        if len(kinds) != 1:
+            self.err(m.line, f"illegal needs exactly one command ({', '.join(COMMAND_STEPS)})")
+            raise _Invalid
+        kind = kinds[0]
+        cmd = self._command(kind, m[kind], m.line_of(kind), strict=False)
+        fault = None
+        if "fault" in m:
+            fault = self.text(m["fault"], m.line_of("fault"), "fault")
+            if fault not in FAULTS:
+                self.err(m.line_of("fault"), f"fault must be one of {', '.join(FAULTS)}")
+                raise _Invalid
+        reason = None
+        if "reason_contains" in m:
+            reason = self.text(m["reason_contains"], m.line_of("reason_contains"),
+                               "reason_contains")
+        return Step(line, "illegal", commands=(cmd,), fault=fault, reason_contains=reason)
+
+    def _command(self, kind: str, arg: Any, line: int, strict: bool = True) -> Command:
+        required, optional = COMMAND_STEPS[kind]
+        if kind == "reveal" and not isinstance(arg, LineDict):
+            arg = _single("actor", arg, line)
+        m = self.mapping(arg, line, kind)
+        self.unknown_fields(m, (*required, *optional), kind)
+        missing = [f for f in required if f not in m]
+        if missing:
+            self.err(m.line, f"{kind} needs {', '.join(missing)}")
+            raise _Invalid
+
+        def who(name: str) -> int:
+            return self.ref(m[name], m.line_of(name), f"{kind}.{name}", strict=strict)
+
+        def maybe(name: str) -> int | None:
+            return None if m.get(name) is None else who(name)
+
+        def words(name: str) -> str:
+            return self.text(m[name], m.line_of(name), f"{kind}.{name}")
+
+        actor = who("actor")
+        if kind == "night":
+            if "targets" in m and "target" in m:
+                self.err(m.line, "night takes `targets` or `target`, not both")
+                raise _Invalid
+            if "target" in m:
+                targets: tuple[int, ...] = () if m["target"] is None else (who("target"),)
+            elif m.get("targets") is not None:
+                seq = self.sequence(m["targets"], m.line_of("targets"), "night.targets")
+                targets = tuple(self.ref(x, seq.line_at(i), "night.targets", strict=strict)
+                                for i, x in enumerate(seq))
+            else:
+                targets = ()
+            return NightAction(actor, targets)
+        if kind == "vote":
+            return Vote(actor, maybe("target"))
+        if kind == "judge":
+            return Judge(actor, words("verdict"))
+        if kind in ("jail", "seance"):
+            return DayAction(actor, kind, maybe("target"))
+        if kind == "reveal":
+            return DayAction(actor, "reveal")
+        if kind == "chat":
+            channel = None if m.get("channel") is None else words("channel")
+            return Chat(actor, words("text"), channel)
+        if kind == "whisper":
+            return Whisper(actor, who("target"), words("text"))
+        if kind == "will":
+            return WriteWill(actor, words("text"))
+        return WriteDeathNote(actor, words("text"))
+
+    def _macro(self, kind: str, arg: Any, line: int) -> tuple[Command, ...]:
+        m = self.mapping(arg, line, kind)
+        if kind == "votes":
+            self.unknown_fields(m, ("target", "voters"), "votes")
+            if "target" not in m or "voters" not in m:
+                self.err(m.line, "votes needs target and voters")
+                raise _Invalid
+            target = self.ref(m["target"], m.line_of("target"), "votes.target")
+            voters = self.refs(m["voters"], m.line_of("voters"), "votes.voters")
+            return tuple(Vote(v, target) for v, _ in voters)
+        self.unknown_fields(m, ("guilty", "innocent", "abstain"), "verdicts")
+        out: list[Command] = []
+        for verdict in ("guilty", "innocent", "abstain"):
+            if verdict in m:
+                for v, _ in self.refs(m[verdict], m.line_of(verdict), f"verdicts.{verdict}"):
+                    out.append(Judge(v, verdict))
+        return tuple(out)
+
+    # -- expectations --
+    def _checks_guarded(self, value: Any, line: int) -> list[Check]:
+        try:
+            return self._checks(value, line)
+        except _Invalid:
+            return []
+
+    def _checks(self, value: Any, line: int) -> list[Check]:
+        m = self.mapping(value, line, "expect")
+        self.unknown_fields(m, EXPECT_FIELDS, "expect")
+        out: list[Check] = []
+        for key in EXPECT_FIELDS:
+            if key not in m:
+                continue
+            at = m.line_of(key)
+            raw = m[key]
+            try:
+                out.extend(self._check(key, raw, at))
+            except _Invalid:
+                continue
+        out.sort(key=lambda c: c.line)  # report failures in file order
+        return out
+
+    def _check(self, key: str, raw: Any, at: int) -> list[Check]:
+        if key in ("dead", "alive"):
+            return [Check(where, key, slot) for slot, where in self.refs(raw, at, key)]
+        if key == "phase":
+            try:
+                return [Check(at, key, value=PhaseSpec.parse(raw))]
+            except ValueError as exc:
+                self.err(at, f"phase: {exc}")
+                raise _Invalid from None
+        if key == "result":
+            result = "none" if raw is None else raw
+            if result not in RESULTS:
+                self.err(at, f"result must be one of {', '.join(RESULTS)}, not {raw!r}")
+                raise _Invalid
+            return [Check(at, key, value=None if result == "none" else result)]
+        if key == "winners":
+            return [Check(at, key, value=frozenset(s for s, _ in self.refs(raw, at, key)))]
+        if key in ("public", "no_public"):
+            items = self.sequence(raw, at, key)
+            return [Check(items.line_at(i), key,
+                          value=self._matcher(x, items.line_at(i), negative=key == "no_public"))
+                    for i, x in enumerate(items)]
+        out: list[Check] = []
+        for slot, item, where in self.per_player(raw, at, key):
+            try:
+                out.extend(self._player_check(key, slot, item, where))
+            except _Invalid:
+                continue
+        return out
+
+    def _player_check(self, key: str, slot: int, item: Any, where: int) -> list[Check]:
+        if key in ("messages", "no_messages"):
+            items = self.sequence(item, where, f"{key} for player {slot}")
+            return [Check(items.line_at(i), key, slot,
+                          self._matcher(x, items.line_at(i), negative=key == "no_messages"))
+                    for i, x in enumerate(items)]
+        if key == "investigator":
+            if item == "none" or item is None:
+                return [Check(where, key, slot, None)]
+            items = self.sequence(item, where, "investigator")
+            return [Check(where, key, slot,
+                          frozenset(self.text(x, where, "investigator").strip().lower()
+                                    for x in items))]
+        if key == "sheriff":
+            value = "none" if item is None else item
+            if value not in SHERIFF_RESULTS:
+                self.err(where, f"sheriff must be one of {', '.join(SHERIFF_RESULTS)}, "
+                                f"not {item!r}")
+                raise _Invalid
+            return [Check(where, key, slot, None if value == "none" else value)]
+        if key == "roles":
+            return [Check(where, key, slot, self.role_key(item, where, "roles"))]
+        if key == "uses":
+            m = self.mapping(item, where, f"uses for player {slot}")
+            return [Check(m.line_of(u), key, slot,
+                          (self.text(u, m.line_of(u), "uses"),
+                           self.integer(n, m.line_of(u), f"uses.{u}")))
+                    for u, n in m.items()]
+        # causes
+        items = self.sequence(item, where, "causes")
+        return [Check(where, key, slot,
+                      tuple(sorted(self.text(x, where, "causes") for x in items)))]
+
+    def _matcher(self, raw: Any, line: int, negative: bool) -> Matcher:
+        if isinstance(raw, str):
+            return Matcher(key=raw)
+        m = self.mapping(raw, line, "a message")
+        self.unknown_fields(m, MATCHER_FIELDS, "a message")
+        if not m:
+            self.err(line, "an empty message pattern matches everything")
+            raise _Invalid
+        if negative and "count" in m:
+            self.err(m.line_of("count"), "count has no meaning in no_messages/no_public")
+            raise _Invalid
+        if "night" in m and ("day" in m or "phase" in m):
+            self.err(m.line_of("night"), "use `night: N` or `day`/`phase`, not both")
+            raise _Invalid
+
+        def opt_text(name: str) -> str | None:
+            return None if name not in m else self.text(m[name], m.line_of(name), name)
+
+        data = None
+        if "data" in m:
+            data = dict(self.mapping(m["data"], m.line_of("data"), "data"))
+        day = phase = None
+        if "night" in m:
+            day, phase = self.integer(m["night"], m.line_of("night"), "night", 1), "night"
+        if "day" in m:
+            day = self.integer(m["day"], m.line_of("day"), "day", 1)
+        if "phase" in m:
+            phase = self.text(m["phase"], m.line_of("phase"), "phase").replace(" ", "_")
+            if phase not in {p.value for p in Phase}:
+                self.err(m.line_of("phase"), f"unknown event phase {phase!r} "
+                                             f"(one of {', '.join(p.value for p in Phase)})")
+                raise _Invalid
+        count = None
+        if "count" in m:
+            count = self.integer(m["count"], m.line_of("count"), "count")
+        return Matcher(key=opt_text("key"), text=opt_text("text"),
+                       text_contains=opt_text("text_contains"), data=data, day=day,
+                       phase=phase, count=count)
+
+
+def _single(name: str, value: Any, line: int) -> LineDict:
+    out = LineDict({name: value})
+    out.line = line
+    out.key_lines = {name: line}
+    return out
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    return repr(value)
+
+
+# ---- loading -----------------------------------------------------------------------------
+
+def load_string(text: str, file: str = "<string>") -> list[Scenario]:
+    """Parse scenario YAML: one scenario mapping, a list of them, or several
+    YAML documents. Problems inside a scenario are recorded on it (its
+    `errors`, reported by `run`); a file that is not YAML raises ScenarioError."""
+    try:
+        docs = list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark is not None else file
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(f"{where}: invalid YAML: {problem}") from None
+    out: list[Scenario] = []
+    for doc in docs:
+        if doc is None:
+            continue
+        if isinstance(doc, LineList):
+            for i, item in enumerate(doc):
+                out.append(_Compiler(file).scenario(item, doc.line_at(i)))
+        elif isinstance(doc, LineDict):
+            out.append(_Compiler(file).scenario(doc, doc.line))
+        else:
+            raise ScenarioError(f"{file}:1: a scenario file holds a scenario mapping or a "
+                                f"list of them, not {_kind(doc)}")
+    return out
+
+
+def load_file(path: str | Path) -> list[Scenario]:
+    """Read one scenario file (the only I/O in this module)."""
+    p = Path(path)
+    return load_string(p.read_text(encoding="utf-8"), str(path))
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; folders become their ``*.yaml`` / ``*.yml`` files, recursively, sorted."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml")
+                              and f.is_file()))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"no such scenario file or folder: {p}")
+    return out
+
+
+def run_paths(paths: Iterable[str | Path]) -> list[ScenarioResult]:
+    """Load and run every scenario in these files and folders. A file that
+    cannot be parsed gives one failed result named after the file."""
+    results: list[ScenarioResult] = []
+    for path in expand_paths(paths):
+        try:
+            scenarios = load_file(path)
+        except ScenarioError as exc:
+            results.append(ScenarioResult(str(path), str(path), 0, [str(exc)]))
+            continue
+        results.extend(run(sc) for sc in scenarios)
+    return results
+
+
+# ---- running -----------------------------------------------------------------------------
+
+class _Stop(Exception):
+    """Internal: the scenario cannot go on (a step failed and changed nothing useful)."""
+
+
+class _Runner:
+    def __init__(self, sc: Scenario) -> None:
+        self.sc = sc
+        self.result = ScenarioResult(sc.name, sc.file, sc.line)
+        self.game: Game | None = None
+
+    @property
+    def g(self) -> Game:
+        assert self.game is not None
+        return self.game
+
+    def fail(self, line: int, message: str) -> None:
+        self.result.failures.append(f"{self.sc.file}:{line}: {message}")
+
+    def stop(self, line: int, message: str) -> None:
+        self.fail(line, message)
+        raise _Stop
+
+    def who(self, slot: int) -> str:
+        p = self.g.player(slot)
+        return f"player {slot} ({p.name}, {p.spec.name})"
+
+    def apply(self, line: int, cmd: Command) -> None:
+        try:
+            apply(self.g, cmd)
+        except IllegalCommand as exc:
+            self.stop(line, f"{_describe(cmd)} was rejected ({exc.fault}): {exc.reason} "
+                            f"[at {PhaseSpec.of(self.g)}]")
+        except Exception as exc:  # an engine bug: report it where it happened
+            self.stop(line, f"engine error on {_describe(cmd)}: {type(exc).__name__}: {exc}")
+
+    # -- the run --
+    def run(self) -> ScenarioResult:
+        sc = self.sc
+        if sc.errors:
+            self.result.failures.extend(sc.errors)
+            return self.result
+        try:
+            self.setup()
+            for step in sc.steps:
+                self.step(step)
+            for check in sc.expect:
+                self.check(check)
+        except _Stop:
+            pass
+        return self.result
+
+    def setup(self) -> None:
+        sc = self.sc
+        config = GameConfig(players=len(sc.roles), seed=sc.seed, roles=sc.roles,
+                            names=sc.names, flags=dict(sc.flags))
+        try:
+            self.game = new_game(config)
+        except ValueError as exc:
+            self.stop(sc.line, f"cannot create the game: {exc}")
+        g = self.g
+        target = sc.start
+        alive = len(g.living())
+        for _ in range(MAX_UNTIL):
+            here = PhaseSpec.of(g)
+            if here == target:
+                break
+            if g.ended or here.position() > target.position():
+                self.stop(sc.line, f"start {target} cannot be reached by timeouts alone "
+                                   f"(got to {here})")
+            self.apply(sc.line, PhaseTimeout())
+            if len(g.living()) != alive:
+                self.stop(sc.line, f"reaching start {target} killed someone")
+        for slot in self.sc.state.get("dead", []):
+            p = g.player(slot)
+            p.alive = False
+            p.death = Death(day=g.day, at_night=g.phase is Phase.NIGHT, causes=[], will=p.will,
+                            death_notes=[], role_shown=p.spec.name)
+        for slot, uses in self.sc.state.get("uses", {}).items():
+            g.player(slot).uses.update(uses)
+        for slot in self.sc.state.get("revealed_mayor", []):
+            g.player(slot).revealed = True
+        for slot in self.sc.state.get("framed", []):
+            g.player(slot).framed = True
+        for slot, target_slot in self.sc.state.get("executioner_target", {}).items():
+            g.player(slot).target = target_slot
+        for slot, text in self.sc.state.get("wills", {}).items():
+            g.player(slot).will = text
+        for slot, text in self.sc.state.get("death_notes", {}).items():
+            g.player(slot).death_note = text
+        for slot in self.sc.state.get("guilty_conscience", []):
+            g.player(slot).guilty_conscience = True
+
+    def step(self, step: Step) -> None:
+        g = self.g
+        if step.kind == "commands":
+            for cmd in step.commands:
+                self.apply(step.line, cmd)
+        elif step.kind == "timeout":
+            for i in range(step.count):
+                if g.ended:
+                    self.stop(step.line, f"timeout {i + 1} of {step.count}: the game is "
+                                         f"already over (result {g.result})")
+                self.apply(step.line, PhaseTimeout())
+        elif step.kind == "until":
+            self.until(step)
+        elif step.kind == "illegal":
+            self.illegal(step)
+        else:
+            for check in step.checks:
+                self.check(check)
+
+    def until(self, step: Step) -> None:
+        g = self.g
+        target = step.until
+        assert target is not None
+        for _ in range(MAX_UNTIL):
+            here = PhaseSpec.of(g)
+            if here == target:
+                return
+            if g.ended:
+                self.stop(step.line, f"until {target}: the game ended first "
+                                     f"(result {g.result}, on day {g.day})")
+            if here.position() > target.position():
+                self.stop(step.line, f"until {target}: already past it (now {here})")
+            self.apply(step.line, PhaseTimeout())
+        self.stop(step.line, f"until {target}: not reached after {MAX_UNTIL} timeouts")
+
+    def illegal(self, step: Step) -> None:
+        cmd = step.commands[0]
+        try:
+            apply(self.g, cmd)
+        except IllegalCommand as exc:
+            if step.fault is not None and exc.fault != step.fault:
+                self.fail(step.line, f"{_describe(cmd)} was rejected with fault {exc.fault!r}, "
+                                     f"expected {step.fault!r} (reason: {exc.reason})")
+            if step.reason_contains is not None and step.reason_contains not in exc.reason:
+                self.fail(step.line, f"{_describe(cmd)} was rejected, but the reason "
+                                     f"{exc.reason!r} does not contain "
+                                     f"{step.reason_contains!r}")
+            return
+        except Exception as exc:
+            self.stop(step.line, f"engine error on {_describe(cmd)}: "
+                                 f"{type(exc).__name__}: {exc}")
+        self.stop(step.line, f"{_describe(cmd)} was accepted, but it should have been "
+                             f"rejected [at {PhaseSpec.of(self.g)}]")
+
+    # -- checks --
+    def check(self, c: Check) -> None:
+        problem = getattr(self, f"check_{c.kind}")(c)
+        if problem:
+            self.fail(c.line, problem)
+
+    def check_dead(self, c: Check) -> str | None:
+        assert c.slot is not None
+        return f"{self.who(c.slot)} expected dead; is alive" if self.g.player(c.slot).alive \
+            else None
+
+    def check_alive(self, c: Check) -> str | None:
+        assert c.slot is not None
+        p = self.g.player(c.slot)
+        if p.alive:
+            return None
+        causes = ", ".join(p.death.causes) if p.death else "?"
+        return f"{self.who(c.slot)} expected alive; is dead ({causes or 'state'})"
+
+    def check_phase(self, c: Check) -> str | None:
+        here = PhaseSpec.of(self.g)
+        if here == c.value:
+            return None
+        extra = f", result {self.g.result}" if self.g.ended else ""
+        return f"expected phase {c.value}; now {here}{extra}"
+
+    def check_result(self, c: Check) -> str | None:
+        if self.g.result == c.value:
+            return None
+        return f"expected result {c.value or 'none'}; got {self.g.result or 'none'} " \
+               f"(now {PhaseSpec.of(self.g)})"
+
+    def check_winners(self, c: Check) -> str | None:
+        got = frozenset(self.g.winners)
+        if got == c.value:
+            return None
+        return f"expected winners {sorted(c.value)}; got {sorted(got)} " \
+               f"(result {self.g.result or 'none'})"
+
+    def check_roles(self, c: Check) -> str | None:
+        assert c.slot is not None
+        p = self.g.player(c.slot)
+        if p.role == c.value:
+            return None
+        return f"player {c.slot} ({p.name}) expected role {ROLES[c.value].name}; " \
+               f"is {p.spec.name}"
+
+    def check_uses(self, c: Check) -> str | None:
+        assert c.slot is not None
+        use, n = c.value
+        p = self.g.player(c.slot)
+        if use not in p.uses:
+            return f"{self.who(c.slot)} has no use counter {use!r} " \
+                   f"(has: {', '.join(p.uses) or 'none'})"
+        if p.uses[use] == n:
+            return None
+        return f"{self.who(c.slot)} expected {use} = {n}; is {p.uses[use]}"
+
+    def check_causes(self, c: Check) -> str | None:
+        assert c.slot is not None
+        p = self.g.player(c.slot)
+        if p.alive or p.death is None:
+            return f"{self.who(c.slot)} expected dead of {list(c.value)}; is alive"
+        got = tuple(sorted(p.death.causes))
+        if got == c.value:
+            return None
+        return f"{self.who(c.slot)} expected death causes {list(c.value)}; got {list(got)}"
+
+    def _messages(self, viewer: Viewer) -> list[Event]:
+        return visible_events(self.g, viewer)
+
+    def _match(self, events: list[Event], m: Matcher, negative: bool, whose: str,
+               private_only: bool) -> str | None:
+        hits = [e for e in events if m.matches(e)]
+        if negative:
+            if not hits:
+                return None
+            return f"{whose} expected no message {m.describe()}; got: " \
+                   f"{[e.text for e in hits]}"
+        if (m.count is None and hits) or (m.count is not None and len(hits) == m.count):
+            return None
+        if m.count is not None and hits:
+            return f"{whose} expected message {m.describe()} {m.count} time(s); got " \
+                   f"{len(hits)}: {[e.text for e in hits]}"
+        same_key = [e for e in events if m.key is not None and e.key == m.key]
+        if same_key:
+            got = [f"{e.key} (day {e.day} {e.phase}): {e.text}" for e in same_key]
+        else:
+            pool = [e for e in events if not private_only or e.audience.kind != "public"]
+            got = list(dict.fromkeys(e.key for e in pool))
+        return f"{whose} expected message {m.describe()}; got: {got}"
+
+    def check_messages(self, c: Check) -> str | None:
+        assert c.slot is not None
+        return self._match(self._messages(Viewer.player(c.slot)), c.value, False,
+                           f"player {c.slot}", private_only=True)
+
+    def check_no_messages(self, c: Check) -> str | None:
+        assert c.slot is not None
+        return self._match(self._messages(Viewer.player(c.slot)), c.value, True,
+                           f"player {c.slot}", private_only=True)
+
+    def check_public(self, c: Check) -> str | None:
+        return self._match(self._messages(PUBLIC_VIEWER), c.value, False, "public",
+                           private_only=False)
+
+    def check_no_public(self, c: Check) -> str | None:
+        return self._match(self._messages(PUBLIC_VIEWER), c.value, True, "public",
+                           private_only=False)
+
+    def _last_night(self, slot: int, keys: tuple[str, ...]) -> list[Event]:
+        night = self.g.day - 1
+        return [e for e in self._messages(Viewer.player(slot))
+                if e.phase == "night" and e.day == night and e.key.startswith(keys)]
+
+    def check_investigator(self, c: Check) -> str | None:
+        assert c.slot is not None
+        found = self._last_night(c.slot, ("night.investigator",))
+        got = frozenset(str(r).lower() for r in found[-1].data.get("roles", ())) \
+            if found else None
+        if got == c.value:
+            return None
+        want = "no result" if c.value is None else sorted(c.value)
+        have = "no result" if got is None else sorted(got)
+        return f"player {c.slot} expected investigator result {want} on night " \
+               f"{self.g.day - 1}; got {have}"
+
+    def check_sheriff(self, c: Check) -> str | None:
+        assert c.slot is not None
+        found = self._last_night(c.slot, ("night.sheriff_",))
+        got = found[-1].data.get("result") if found else None
+        if got == c.value:
+            return None
+        return f"player {c.slot} expected sheriff result {c.value or 'none'} on night " \
+               f"{self.g.day - 1}; got {got or 'none'}"
+
+
+def _describe(cmd: Command) -> str:
+    fields = ", ".join(f"{k}={v!r}" for k, v in cmd.to_dict().items() if k != "type")
+    return f"{cmd.type}({fields})"
+
+
+def run(scenario: Scenario) -> ScenarioResult:
+    """Play one scenario and check its expectations."""
+    return _Runner(scenario).run()
