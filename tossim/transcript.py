@@ -29,8 +29,10 @@ CHANNEL_TAGS = {
     "chat.spy_mafia": "[Spy] ",
 }
 
-# Phase banners the transcript prints itself, so the events would only repeat them.
-BANNER_KEYS = frozenset({"phase.day1", "phase.discussion", "phase.night"})
+# Phase banners the transcript prints itself, and acknowledgements that only
+# repeat what the next lines say (a saved will, "You voted guilty.").
+SKIPPED_KEYS = frozenset({"phase.day1", "phase.discussion", "phase.night", "will.saved",
+                          "death_note.saved", "judge.private"})
 
 
 def render_lines(events: Iterable[dict[str, Any]], names: dict[int, str]) -> list[str]:
@@ -42,8 +44,9 @@ def render_lines(events: Iterable[dict[str, Any]], names: dict[int, str]) -> lis
             current = (e["day"], e["phase"])
             title = PHASE_TITLES.get(e["phase"], e["phase"]).format(day=e["day"])
             lines += ["", f"== {title} =="]
-        if e["key"] not in BANNER_KEYS:
-            lines.append(_line(e, names))
+        if e["key"] not in SKIPPED_KEYS:
+            # wills and chat may hold line breaks: keep them inside the entry
+            lines.append(_line(e, names).replace("\n", "\n      "))
     return lines
 
 

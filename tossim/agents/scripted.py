@@ -129,7 +129,6 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
-        self.watched: dict[int, int] = {}  # night -> house the Lookout watched
         self.team_target: int | None = None
         self.night_kills: set[int] = set()  # kill targets chosen last night (own or team)
         self.failed: dict[int, int] = {}  # kill targets that survived, and how often
@@ -668,8 +667,6 @@ class ScriptedBot:
             handler = _NIGHT.get(night.ability)
             targets = handler(self, night) if handler is not None else None
             if targets:
-                if self.role == "lookout":
-                    self.watched[self.day] = targets[0]
                 out.append(NightAction(self.slot, targets))
                 if self.role == "godfather" and chat is not None and "mafia" in chat.options:
                     out.append(Chat(self.slot, f"Let's kill {self._name(targets[0])}.", "mafia"))
@@ -935,9 +932,8 @@ def _on_investigator(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_lookout(b: ScriptedBot, d: dict[str, Any]) -> None:
-    visitor = b._slot(d.get("visitor"))
-    house = b.watched.get(b.ev_day)
-    if visitor is None or house is None:
+    visitor, house = d.get("visitor"), d.get("target")
+    if not isinstance(visitor, int) or not isinstance(house, int):
         return
     line = cv.say_visited(b._name(visitor), b._name(house))
     b.results.append(f"N{b.ev_day}: {line}")
@@ -945,8 +941,8 @@ def _on_lookout(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_spy(b: ScriptedBot, d: dict[str, Any]) -> None:
-    t = b._slot(d.get("target"))
-    if t is not None:
+    t = d.get("target")
+    if isinstance(t, int):
         b.results.append(f"N{b.ev_day}: {cv.say_mafia_visited(b._name(t))}")
 
 

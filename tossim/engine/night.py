@@ -55,7 +55,8 @@ class NightResolver:
         self.sk_counters: list[tuple[int, int]] = []  # (serial killer, blocker)
         self.town_kills_by_vigilante: set[int] = set()
         self.executed = False
-        self.messages: list[tuple[int, str, dict[str, Any]]] = []
+        # (recipient, key, text params, structured data)
+        self.messages: list[tuple[int, str, dict[str, Any], dict[str, Any]]] = []
         self._sent: set[tuple[int, str, str]] = set()
 
     # ---- helpers -----------------------------------------------------------------
@@ -64,11 +65,13 @@ class NightResolver:
         return [s for s in sorted(self.actions)
                 if self.g.player(s).alive and self.g.player(s).role in roles]
 
-    def msg(self, slot: int, key: str, **params: Any) -> None:
+    def msg(self, slot: int, key: str, data: dict[str, Any] | None = None,
+            **params: Any) -> None:
+        """Queue a private message; `data` holds slots where the text has names."""
         sig = (slot, key, repr(sorted(params.items())))
         if sig not in self._sent:  # one copy of each message per player and night
             self._sent.add(sig)
-            self.messages.append((slot, key, params))
+            self.messages.append((slot, key, params, params if data is None else data))
 
     def redirect(self, target: int) -> int:
         for a, b in self.swaps:
@@ -122,7 +125,8 @@ class NightResolver:
                     self.msg(x, "night.jail_transport")
                 continue
             self.swaps.append((a, b))
-            self.msg(t, "night.transporter_note", first=self.g.name(a), second=self.g.name(b))
+            self.msg(t, "night.transporter_note", {"targets": [a, b]},
+                     first=self.g.name(a), second=self.g.name(b))
             for x in (a, b):
                 self.msg(x, "night.transported")
 
@@ -161,7 +165,7 @@ class NightResolver:
                 continue
             self.g.player(r).uses["revive"] -= 1
             self.revived.append(target)
-            self.msg(r, "night.revive_done", target=self.g.name(target))
+            self.msg(r, "night.revive_done", {"target": target}, target=self.g.name(target))
             self.msg(target, "night.revived")
 
     def roleblocks(self) -> None:
@@ -236,14 +240,13 @@ class NightResolver:
         else:
             key, result = ("night.sheriff_innocent_modern" if modern
                            else "night.sheriff_innocent", "not_suspicious")
-        self.messages.append((sheriff, key, {"_target": house, "_result": result}))
+        self.msg(sheriff, key, {"target": house, "result": result})
 
     def investigator_result(self, inv: int, house: int) -> None:
         t = self.g.player(house)
         group = FRAMER_GROUP if t.framed else GROUP_OF[t.spec.name]
-        self.messages.append((inv, "night.investigator", {
-            "first": group[0], "second": group[1], "third": group[2],
-            "_target": house, "_roles": list(group)}))
+        self.msg(inv, "night.investigator", {"target": house, "roles": list(group)},
+                 first=group[0], second=group[1], third=group[2])
 
     def attacks(self) -> None:
         g = self.g
@@ -295,7 +298,8 @@ class NightResolver:
             target = self.target_of(gf)
             if maf_free:
                 assert maf is not None
-                self.msg(maf, "night.godfather_order", target=g.name(target))
+                self.msg(maf, "night.godfather_order", {"target": target},
+                         target=g.name(target))
                 return [Attack(maf, target, Level.BASIC, "mafia", True)]
             return [Attack(gf, target, Level.BASIC, "mafia", True)]
         if able(maf):
@@ -381,21 +385,20 @@ class NightResolver:
                          if self.g.player(v).faction is Faction.MAFIA and h != v})
         for spy in spies:
             for h in houses:
-                self.msg(spy, "night.spy", target=self.g.name(h))
+                self.msg(spy, "night.spy", {"target": h}, target=self.g.name(h))
 
     def lookout_reports(self) -> None:
         for lookout, house in self.lookouts:
             seen = sorted({v for v, h in self.visits if h == house and v != lookout})
             for v in seen:
-                self.msg(lookout, "night.lookout", visitor=self.g.name(v))
+                self.msg(lookout, "night.lookout", {"visitor": v, "target": house},
+                         visitor=self.g.name(v))
 
     # ---- delivery ------------------------------------------------------------------
     def finish(self) -> None:
         g = self.g
-        for slot, key, params in self.messages:
-            text_params = {k: v for k, v in params.items() if not k.startswith("_")}
-            data = {k.lstrip("_"): v for k, v in params.items()}
-            emit(g, key, to(slot), data=data, **text_params)
+        for slot, key, params, data in self.messages:
+            emit(g, key, to(slot), data=data, **params)
         if self.flags.frame_duration == "night":
             for p in g.players:
                 p.framed = False
