@@ -96,6 +96,16 @@ def test_oversized_will_and_empty_chat_are_parameter_faults() -> None:
     assert g.player(1).will == "x" * MAX_WILL
 
 
+def test_text_that_cannot_be_stored_is_refused() -> None:
+    g = fixed_game()
+    for bad in ("a\x00b", "bell\x07", "lone \ud800 surrogate", "c1 \x85"):
+        err = rejected(g, Chat(1, bad))
+        assert err.fault == "parameter" and "control character" in err.reason
+    assert rejected(g, WriteWill(1, "nul\x00")).fault == "parameter"
+    apply(g, WriteWill(1, "N1: Player 2 visited.\n\tN2: nobody"))
+    apply(g, Chat(1, "ünïcödé and emoji 🎭 are fine"))
+
+
 def test_night_action_argument_count_and_targets() -> None:
     g = fixed_game()
     apply(g, PhaseTimeout())  # night 1

@@ -82,6 +82,41 @@ def play(
 
 
 @app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    db: str | None = typer.Option(None, help="Database URL (default: SQLite file "
+                                             "./tossim.db; postgresql+asyncpg://... works)."),
+    redis: str | None = typer.Option(None, help="Redis URL: share live games between "
+                                                "several server processes."),
+    demo: bool = typer.Option(False, help="Keep a 15-seat all-AI match running to watch."),
+    resume: bool = typer.Option(True, help="Resume the live games found in the store."),
+) -> None:
+    """Run the game server (HTTP API, websockets and the web client)."""
+    import logging
+
+    import uvicorn
+
+    from tossim.server.app import create_app, tune_gc
+    from tossim.server.settings import Settings
+
+    overrides: dict[str, Any] = {"host": host, "port": port, "demo": demo, "resume": resume}
+    if db:
+        overrides["database_url"] = db
+    if redis:
+        overrides["redis_url"] = redis
+    settings = Settings(**overrides)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                                                   "%(message)s")
+    if demo:
+        typer.echo(f"ToSSim: watch the demo match at http://{host}:{port}/ "
+                   f"(API docs: http://{host}:{port}/docs)")
+    server_app = create_app(settings)
+    tune_gc()
+    uvicorn.run(server_app, host=host, port=port, log_level="info")
+
+
+@app.command()
 def replay(log: Path = typer.Argument(..., help="A log written by `tossim play --save`.")) -> None:
     """Re-run a saved game from its config, seed and commands; report whether the
     event log is identical."""
@@ -163,6 +198,55 @@ def bench_engine(
     typer.echo(f"  ratio full/baseline: {base / full:.2f}  "
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
+
+
+@bench_app.command("server")
+def bench_server(
+    games: int = typer.Option(100, help="All-AI games (15 scripted seats each)."),
+    spectators: int = typer.Option(1000, help="Websocket spectators, spread over the games "
+                                              "(public, omniscient and player views)."),
+    db: str | None = typer.Option(None, help="Database URL (default: a temporary SQLite file)."),
+    redis: str | None = typer.Option(None, help="Redis URL for the server's bus (default: "
+                                                "in-process)."),
+    speed: str = typer.Option("paced", help="fast (games run flat out) or paced (a pause "
+                                            "after each AI decision: a sustained live load)."),
+    pace: float = typer.Option(0.2, help="Seconds after each AI decision in paced games."),
+    duration: float | None = typer.Option(None, help="Cap on the measuring window in seconds "
+                                                     "(default: 30 paced, 300 fast)."),
+    port: int = typer.Option(0, help="Server port (0: any free port)."),
+    compression: bool = typer.Option(True, help="Negotiate permessage-deflate, as browsers "
+                                                "do."),
+    baseline: bool = typer.Option(True, help="First run 1 game with 10 spectators, the "
+                                             "baseline the ratio is taken against."),
+) -> None:
+    """A real server (`tossim serve` in a subprocess) under websocket spectator load:
+    events and messages delivered per second, delivery latency, lost or duplicated
+    events (checked against replays), server CPU."""
+    from tossim import bench_server as bench
+
+    if speed not in ("fast", "paced"):
+        raise typer.BadParameter("fast or paced", param_hint="--speed")
+    if games < 1 or spectators < 0:
+        raise typer.BadParameter("at least one game", param_hint="--games")
+    common: dict[str, Any] = {"speed": speed, "pace": pace, "duration": duration, "db": db,
+                              "redis": redis, "port": port, "compression": compression}
+    runs = []
+    if baseline:
+        runs.append(bench.BenchConfig(games=1, spectators=10, label="baseline", **common))
+    runs.append(bench.BenchConfig(games=games, spectators=spectators, label="load", **common))
+    results = []
+    for cfg in runs:
+        try:
+            results.append(bench.run(cfg))
+        except Exception as exc:  # report what ran, then fail
+            for line in bench.report_lines(results):
+                typer.echo(line)
+            typer.echo(f"bench server: the {cfg.label} run failed: {exc}", err=True)
+            raise typer.Exit(1) from None
+    for line in bench.report_lines(results):
+        typer.echo(line)
+    if not all(r.ok for r in results):
+        raise typer.Exit(1)
 
 
 @app.command()

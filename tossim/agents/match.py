@@ -68,7 +68,7 @@ def _dead_asked(game: Game, p: Player) -> bool:
     return (d.at_night and d.day == game.day - 1) or (not d.at_night and d.day == game.day)
 
 
-def _own_command(slot: int, cmd: object, checked: bool) -> str | None:
+def seat_command_problem(slot: int, cmd: object, checked: bool) -> str | None:
     """Why a seat may not send `cmd` at all (None: it may): a seat only acts for
     itself and never ends a phase. Commands from seats other than the built-in
     bots are also checked for their shape."""
@@ -133,7 +133,7 @@ def play_match(
             seen[slot] = obs.version
             seat = table[slot]
             for cmd in seat.decide(obs):
-                problem = _own_command(slot, cmd, checked=not isinstance(seat, ScriptedBot))
+                problem = seat_command_problem(slot, cmd, checked=not isinstance(seat, ScriptedBot))
                 if problem is not None:
                     faults[slot] += 1
                     reasons.setdefault(slot, []).append(problem)

@@ -284,7 +284,17 @@ def _require(game: Game, slot: int, kind: str, what: str) -> LegalAction:
 def _phase_name(game: Game) -> str:
     if game.phase is Phase.NIGHT:
         return f"Night {game.day}"
+    if game.phase is Phase.DAY1:
+        return "Day 1"
     return f"Day {game.day}, {game.phase.value.replace('_', ' ')}"
+
+
+def _unprintable(ch: str) -> bool:
+    """Control characters (a NUL cannot even be stored in PostgreSQL) and lone
+    surrogates (not encodable as UTF-8). Newlines and tabs are fine."""
+    code = ord(ch)
+    return ((code < 0x20 and ch not in "\n\t") or 0x7F <= code < 0xA0
+            or 0xD800 <= code < 0xE000)
 
 
 def _check_text(text: str, limit: int, what: str, allow_empty: bool = False) -> None:
@@ -293,6 +303,8 @@ def _check_text(text: str, limit: int, what: str, allow_empty: bool = False) -> 
     if len(text) > limit:
         raise IllegalCommand(f"Your {what} is {len(text)} characters; the limit is {limit}.",
                              "parameter")
+    if any(_unprintable(ch) for ch in text):
+        raise IllegalCommand(f"Your {what} contains a control character.", "parameter")
 
 
 def check(game: Game, cmd: Command) -> None:

@@ -1,0 +1,552 @@
+"""The browser client (web/) against the real server, in headless Chromium.
+
+The server runs in a subprocess (`tossim serve --demo`) on a free loopback
+port with a throwaway SQLite file. Chromium is Debian's /usr/bin/chromium,
+driven by Playwright's Python package (no `playwright install`). Run with
+`pytest -m browser tests/browser`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+if os.environ.get("CI") == "true":  # CI installs both: a missing one is a failure
+    import playwright.sync_api as sync_api
+else:
+    sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = os.environ.get("TOSSIM_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SCREENSHOT = Path("/tmp/tossim-watch.png")
+REPO = Path(__file__).resolve().parents[2]
+XSS_CHAT = "<b>bold</b><script>alert(1)</script>"
+XSS_IMG = '<img src=x onerror="window.__xss = 1">'
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed chromium")
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+
+
+# ---- the server --------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tossim_command() -> list[str]:
+    for candidate in (Path(sys.executable).parent / "tossim", REPO / ".venv" / "bin" / "tossim"):
+        if candidate.exists():
+            return [str(candidate)]
+    found = shutil.which("tossim")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "tossim.cli"]
+
+
+def _get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=5) as r:
+        return json.loads(r.read())
+
+
+class Server:
+    def __init__(self, base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.base, self.proc, self.log = base, proc, log
+
+    def get(self, path: str) -> Any:
+        return _get(self.base, path)
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("tossim-web")
+    port = _free_port()
+    log = tmp / "server.log"
+    env = dict(os.environ)
+    # Standard-speed (human) games run on real timers; stretch them so a slow
+    # machine still acts within Day 1 (15 s x 4). The demo is paced, not timed.
+    env["TOSSIM_TIME_SCALE"] = "4"
+    env.pop("TOSSIM_SPECTATOR_DELAY", None)
+    cmd = [*_tossim_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--db", f"sqlite+aiosqlite:///{tmp}/t.db", "--demo"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    base = f"http://127.0.0.1:{port}"
+    srv = Server(base, proc, log)
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"tossim serve exited with {proc.returncode}:\n{srv.log_tail()}")
+        try:
+            if srv.get("/api/health").get("status") == "ok":
+                break
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"tossim serve did not answer /api/health:\n{srv.log_tail()}")
+        time.sleep(0.2)
+    yield srv
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def _post(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    req = urllib.request.Request(base + path, data=json.dumps(body or {}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def new_ai_game(server: Server, players: int = 15) -> str:
+    """A fresh all-AI paced game of our own (the demo may end at any moment)."""
+    lobby = _post(server.base, "/api/lobbies", {"players": players, "speed": "paced"})
+    _post(server.base, f"/api/lobbies/{lobby['id']}/start")
+    return str(lobby["id"])
+
+
+def demo_game_id(server: Server, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for g in server.get("/api/games?status=live"):
+            if g.get("demo"):
+                return str(g["id"])
+        time.sleep(0.3)
+    pytest.fail(f"no live demo game:\n{server.log_tail()}")
+
+
+# ---- the browser ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A page plus what went wrong on it: JS errors, console errors, dialogs
+    (an `alert` would mean injected script ran), requests off the server."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page = page
+        self.base = base
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.foreign: list[str] = []
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(
+            f"console: {m.text}"))
+        page.on("dialog", self._dialog)
+        page.on("request", self._request)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _request(self, request: Any) -> None:
+        url = request.url
+        host = self.base.split("://", 1)[1]
+        if not (url.startswith(("data:", "blob:")) or f"://{host}" in url):
+            self.foreign.append(url)
+
+    def check_clean(self) -> None:
+        assert not self.dialogs, f"a dialog opened (script ran): {self.dialogs}"
+        assert not self.foreign, f"requests left the server: {self.foreign}"
+        assert not self.errors, "\n".join(self.errors)
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    # Record the websockets the client opens and what they send and receive.
+    context.add_init_script("""
+      window.__sockets = [];
+      const Native = window.WebSocket;
+      window.WebSocket = class extends Native {
+        constructor(url, protocols) {
+          super(url, protocols);
+          const rec = {url: String(url), sent: [], received: []};
+          window.__sockets.push(rec);
+          this.addEventListener('message', (e) => rec.received.push(String(e.data)));
+          const send = this.send.bind(this);
+          this.send = (data) => { rec.sent.push(String(data)); return send(data); };
+        }
+      };
+    """)
+    p = Page(context.new_page(), server.base)
+    p.page.set_default_timeout(20000)
+    yield p
+    context.close()
+
+
+def tid(name: str) -> str:
+    return f'[data-testid="{name}"]'
+
+
+def log_versions(pg: Any) -> list[int]:
+    return [int(v) for v in pg.eval_on_selector_all(
+        f'{tid("event-log")} > li', "els => els.map(e => e.dataset.v)")]
+
+
+def create_and_start(p: Page, name: str) -> None:
+    """Home page: create a 7-player standard lobby with one human seat, join
+    it as `name`, start it from the waiting panel; return on Day 1."""
+    pg = p.page
+    pg.goto(p.base + "/#/")
+    pg.fill(tid("player-name"), name)
+    pg.dispatch_event(tid("player-name"), "change")
+    pg.fill(tid("create-players"), "7")
+    pg.fill(tid("create-humans"), "1")
+    pg.select_option(tid("create-speed"), "standard")
+    pg.click(tid("create-submit"))
+    pg.wait_for_selector(f"{tid('lobby-wait')}:not([hidden])")
+    assert "seat 1" in pg.text_content(tid("lobby-wait"))
+    pg.click(tid("start-game"))
+    pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    pg.wait_for_function(
+        "() => document.querySelector('[data-testid=phase]').dataset.phase === 'day1'")
+
+
+# ---- tests -------------------------------------------------------------------------
+
+@pytest.mark.browser
+def test_demo_listed_and_watch_page_is_live(page: Page, server: Server) -> None:
+    gid = demo_game_id(server)
+    pg = page.page
+    pg.goto(server.base + "/")
+    card = pg.wait_for_selector(tid(f"game-{gid}"))
+    assert "paced" in card.text_content()
+    pg.click(tid(f"watch-{gid}"))
+    pg.wait_for_url(f"**/#/watch/{gid}?viewer=public")
+    pg.wait_for_selector(f"{tid('event-log')} > li")
+    assert len(pg.query_selector_all(f"{tid('roster')} > li")) == 15
+    assert pg.text_content(tid("connection")).endswith("Live")
+    first_phase = pg.text_content(tid("phase"))
+    first_count = len(log_versions(pg))
+    # Events keep arriving and the header follows the phases.
+    pg.wait_for_function(
+        """([phase, count]) => document.querySelector('[data-testid=phase]').textContent !== phase
+             && document.querySelectorAll('[data-testid=event-log] > li').length > count""",
+        arg=[first_phase, first_count], timeout=90000)
+    versions = log_versions(pg)
+    assert versions == sorted(set(versions)), "events out of order or duplicated"
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_play_a_seat_role_will_and_chat_is_text(page: Page, server: Server) -> None:
+    pg = page.page
+    create_and_start(page, "Alice")
+    role = pg.text_content(tid("role-name")).strip()
+    assert role and role != "?"
+    me = pg.wait_for_selector(tid("roster-1"))
+    assert "you" in (me.get_attribute("class") or "").split()
+    assert "Alice" in me.text_content() and role in me.text_content()
+    assert len(pg.query_selector_all(f"{tid('roster')} > li")) == 7
+
+    # The action panel offers only what state.legal offers.
+    legal = {a["kind"] for a in pg.evaluate("window.tossim.state.legal")}
+    assert {"chat", "will"} <= legal
+    assert pg.is_hidden(tid("vote-panel")) and pg.is_hidden(tid("judge-panel"))
+    assert pg.is_hidden(tid("night-panel"))
+
+    # Will: a counter, saved through the server, kept as text.
+    will = "I am the <i>Sheriff</i>.\nN1: nothing yet"
+    pg.fill(tid("will-input"), will)
+    assert pg.text_content(tid("will-count")) == f"{len(will)}/400"
+    pg.click(tid("will-save"))
+    pg.wait_for_function(
+        "() => document.querySelector('[data-testid=will-status]').textContent.includes('Saved')")
+    pg.wait_for_function("(w) => window.tossim.state.you.will === w", arg=will)
+    # Standard speed: a countdown (test_countdown_appears_without_any_event
+    # checks that it comes without any event too).
+    pg.wait_for_selector(f"{tid('countdown')}:not([hidden])", timeout=5000)
+
+    # Chat that looks like HTML is shown as the literal text, and nothing runs.
+    for text in (XSS_CHAT, XSS_IMG):
+        pg.fill(tid("chat-input"), text)
+        pg.click(tid("chat-send"))
+    pg.wait_for_function(
+        """(text) => [...document.querySelectorAll('[data-testid=event-log] > li .text')]
+             .some(el => el.textContent === text)""", arg=XSS_IMG)
+    texts = pg.eval_on_selector_all(f"{tid('event-log')} > li.k-chat .text",
+                                    "els => els.map(e => e.textContent)")
+    assert XSS_CHAT in texts and XSS_IMG in texts
+    log = pg.query_selector(tid("event-log"))
+    assert log.query_selector("b") is None
+    assert log.query_selector("script") is None
+    assert log.query_selector("img") is None
+    pg.wait_for_timeout(300)
+    assert pg.evaluate("window.__xss") is None
+    assert pg.input_value(tid("chat-input")) == ""
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_countdown_appears_without_any_event(page: Page, server: Server) -> None:
+    """A standard game's phase deadline reaches the client on its own, even in
+    a phase where nothing happens (the state after connecting may not have it
+    yet; the server follows up with it)."""
+    pg = page.page
+    create_and_start(page, "Dana")
+    version = pg.evaluate("window.tossim.version")
+    try:
+        pg.wait_for_selector(f"{tid('countdown')}:not([hidden])", timeout=5000)
+    except sync_api.TimeoutError:
+        pytest.fail("the phase deadline never reached the client: state.deadline stayed "
+                    f"null on Day 1 while nothing happened (state: "
+                    f"{pg.evaluate('JSON.stringify(window.tossim.state)')[:300]})")
+    left = pg.evaluate("window.tossim.state.deadline - Date.now() / 1000")
+    assert 0 < left <= 15 * 4 + 1  # Day 1: 15 s x TOSSIM_TIME_SCALE
+    assert ":" in pg.text_content(tid("countdown"))
+    assert pg.evaluate("window.tossim.state.phase") == "day1"
+    assert pg.evaluate("window.tossim.version") >= version
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_server_errors_are_shown(page: Page, server: Server) -> None:
+    pg = page.page
+    create_and_start(page, "Bob")
+    assert pg.is_hidden(tid("error"))
+    # No voting on Day 1: the page has no vote buttons, so send it raw.
+    assert pg.query_selector(tid("vote-2")) is None
+    pg.evaluate("window.tossim.send({type: 'vote', target: 2})")
+    pg.wait_for_selector(f"{tid('error')}:not([hidden])")
+    assert "cannot vote now" in pg.text_content(tid("error"))
+    # An unknown message type is answered with an error too.
+    pg.evaluate("window.tossim.sendRaw({type: 'bogus'})")
+    pg.wait_for_function(
+        "() => document.querySelector('[data-testid=error]').textContent.includes('bogus')")
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_refused_view_is_explained(page: Page, server: Server) -> None:
+    """docs/api.md: omniscient spectating of a live game with a human seat is
+    refused with close code 4403; the page says so and offers the public view."""
+    lobby = _post(server.base, "/api/lobbies",
+                  {"players": 7, "speed": "standard", "seats": [{"slot": 1, "kind": "human"}]})
+    _post(server.base, f"/api/lobbies/{lobby['id']}/join", {"name": "Carol"})
+    _post(server.base, f"/api/lobbies/{lobby['id']}/start")
+    pg = page.page
+    pg.goto(f"{server.base}/#/watch/{lobby['id']}?viewer=omniscient")
+    pg.wait_for_selector(f"{tid('watch-notice')}:not([hidden])", timeout=10000)
+    assert "not available" in pg.text_content(tid("watch-notice"))
+    assert pg.text_content(tid("connection")).startswith("Disconnected")
+    pg.click(f"{tid('watch-notice')} a")
+    pg.wait_for_url(f"**/#/watch/{lobby['id']}?viewer=public")
+    pg.wait_for_selector(f"{tid('event-log')} > li")
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_reconnect_resumes_without_gaps_or_duplicates(page: Page, server: Server) -> None:
+    gid = new_ai_game(server)
+    pg = page.page
+    pg.goto(f"{server.base}/#/watch/{gid}?viewer=public")
+    pg.wait_for_selector(f"{tid('event-log')} > li")
+    before = pg.evaluate("window.tossim.version")
+    # Drop the connection (as a network blip would) and stay away a moment.
+    pg.evaluate("window.tossim.socket.ws.close()")
+    status = "(s) => document.querySelector('[data-testid=connection]').dataset.status === s"
+    pg.wait_for_function(status, arg="reconnecting")
+    pg.wait_for_function(status, arg="live")
+    pg.wait_for_function("(v) => window.tossim.version > v", arg=before, timeout=60000)
+    sockets = pg.evaluate("window.__sockets")
+    assert len(sockets) == 2
+    assert "since=" not in sockets[0]["url"]
+    since = int(sockets[1]["url"].rsplit("since=", 1)[1])
+    assert since >= before
+    # The first push after the reconnect is exactly the tail after `since`.
+    pushes = [json.loads(m) for m in sockets[1]["received"]]
+    first = next(m for m in pushes if m["type"] == "events")
+    assert all(e["v"] > since for e in first["events"])
+    pg.wait_for_timeout(500)
+    # The log holds each public event exactly once, in order, with no gaps.
+    shown = log_versions(pg)
+    assert shown == sorted(set(shown)), "duplicated or unordered events"
+    replay = server.get(f"/api/games/{gid}/replay?viewer=public")
+    public = [e["v"] for e in replay["events"] if e["v"] <= shown[-1]]
+    assert shown == public
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_watch_page_screenshot(page: Page, server: Server) -> None:
+    gid = demo_game_id(server)
+    pg = page.page
+    pg.goto(f"{server.base}/#/watch/{gid}?viewer=omniscient")
+    pg.wait_for_selector(f"{tid('event-log')} > li")
+    # Omniscient: every role is on the roster.
+    pg.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=roster] .role').length === 15")
+    # Switch to one player's point of view with the selector.
+    pg.select_option(tid("viewer-select"), "3")
+    pg.wait_for_url(f"**/#/watch/{gid}?viewer=3")
+    pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    pg.wait_for_timeout(2500)  # let some of the game scroll by
+    SCREENSHOT.unlink(missing_ok=True)
+    pg.screenshot(path=str(SCREENSHOT))
+    assert SCREENSHOT.stat().st_size > 10_000
+    page.check_clean()
+
+
+SYNTHETIC = """
+async (legal) => {
+  const { GameView } = await import('/render.js');
+  let root = document.getElementById('synthetic');
+  if (!root) {
+    root = document.createElement('div');
+    root.id = 'synthetic';
+    document.body.replaceChildren(root);
+    window.__commands = [];
+    const send = (c) => (window.__commands.push(c), true);
+    window.__view = new GameView(root, {mode: 'play', send});
+  }
+  const roster = [1, 2, 3, 4, 5, 6, 7].map((s) => ({
+    slot: s, name: s === 3 ? '<b>Eve</b>' : `P${s}`, alive: s !== 7,
+    role: s === 1 ? 'Jailor' : (s === 7 ? 'Doctor' : null), revealed_mayor: false,
+    ...(s === 7 ? {death: {day: 1, at_night: true, causes: ['mafia'], will: '<i>w</i>',
+                           death_notes: []}} : {}),
+  }));
+  window.__view.update([], {
+    day: 2, phase: legal.phase, phase_seq: 5, deadline: Date.now() / 1000 + 30, roster,
+    you: {slot: 1, name: 'P1', role: 'Jailor', faction: 'town', alignment: 'Town Killing',
+          summary: 's', goal: 'g', alive: true, uses: {executions: 3}, will: '', death_note: '',
+          jailed: false, night_action: [], vote: null, verdict: null, jail_choice: null},
+    legal: legal.legal, trial: {trials_today: 0, accused: 3, votes: {'3': 2}, needed: 4},
+    result: null, winners: [],
+  });
+}
+"""
+
+
+def _legal(kind: str, targets: list[int] | None = None, n: int = 0, ability: str = "",
+           options: list[str] | None = None) -> dict[str, Any]:
+    return {"kind": kind, "targets": targets or [], "n_targets": n, "ability": ability,
+            "options": options or []}
+
+
+@pytest.mark.browser
+def test_action_panel_is_built_from_legal_only(page: Page, server: Server) -> None:
+    """The seat's controls exist exactly when state.legal offers them, and send
+    the command shapes of docs/api.md. (A synthetic state: no game needed.)"""
+    pg = page.page
+    pg.goto(server.base + "/#/synthetic")
+    pg.wait_for_selector(tid("home"))
+
+    def show(phase: str, *legal: dict[str, Any]) -> None:
+        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
+
+    def commands() -> list[dict[str, Any]]:
+        out = pg.evaluate("window.__commands.splice(0)")
+        assert isinstance(out, list)
+        return out
+
+    # Voting: one button per legal target, the tally, cancel.
+    show("voting", _legal("vote", [2, 3, 4], 1), _legal("chat", options=["public"]))
+    assert pg.is_visible(tid("vote-panel"))
+    assert [b.get_attribute("data-testid") for b in pg.query_selector_all(
+        f"{tid('vote-buttons')} button")] == ["vote-2", "vote-3", "vote-4"]
+    assert pg.query_selector(tid("vote-5")) is None
+    assert pg.text_content(tid("vote-3")).endswith("2")  # the tally
+    assert "<b>Eve</b>" in pg.text_content(tid("vote-3"))  # names are text too
+    assert pg.query_selector(f"{tid('vote-3')} b") is None
+    pg.click(tid("vote-3"))
+    assert commands() == [{"type": "vote", "target": 3}]
+    for hidden in ("judge-panel", "night-panel", "jail-panel", "seance-panel", "reveal-panel",
+                   "will-panel", "death-note-panel"):
+        assert pg.is_hidden(tid(hidden)), hidden
+    assert pg.is_hidden(tid("chat-to"))  # a single channel: no selector
+
+    # Judgement.
+    show("judgement", _legal("judge", options=["guilty", "innocent", "abstain"]))
+    assert pg.is_hidden(tid("vote-panel")) and pg.is_visible(tid("judge-panel"))
+    assert "<b>Eve</b>" in pg.text_content(tid("judge-hint"))
+    pg.click(tid("judge-guilty"))
+    pg.click(tid("judge-innocent"))
+    assert commands() == [{"type": "judge", "verdict": "guilty"},
+                          {"type": "judge", "verdict": "innocent"}]
+    assert pg.is_disabled(tid("chat-input"))  # no chat in the legal list
+
+    # Night, two targets (Transporter), channels + whispers in the composer.
+    show("night", _legal("night", [1, 2, 3], 2, "transport"),
+         _legal("chat", options=["mafia", "dead"]), _legal("whisper", [2, 4], 1))
+    assert pg.is_visible(tid("night-target")) and pg.is_visible(tid("night-target-2"))
+    pg.click(tid("night-submit"))
+    assert pg.is_visible(tid("error")) and commands() == []  # nothing chosen yet
+    pg.select_option(tid("night-target"), "2")
+    pg.select_option(tid("night-target-2"), "3")
+    pg.click(tid("night-submit"))
+    assert commands() == [{"type": "night", "targets": [2, 3]}]
+    assert pg.is_disabled(tid("night-cancel"))  # you.night_action is empty: nothing to cancel
+    values = pg.eval_on_selector_all(f"{tid('chat-to')} option", "os => os.map(o => o.value)")
+    assert values == ["c:mafia", "c:dead", "w:2", "w:4"]
+    pg.select_option(tid("chat-to"), "c:dead")
+    pg.fill(tid("chat-input"), "hello")
+    pg.click(tid("chat-send"))
+    pg.select_option(tid("chat-to"), "w:4")
+    pg.fill(tid("chat-input"), "psst")
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": "hello", "channel": "dead"},
+                          {"type": "whisper", "target": 4, "text": "psst"}]
+
+    # Self-targeted night ability (n_targets 0): one button, names the actor.
+    show("night", _legal("night", [1], 0, "alert"))
+    assert pg.is_hidden(tid("night-target"))
+    pg.click(tid("night-submit"))
+    assert commands() == [{"type": "night", "targets": [1]}]
+
+    # Day abilities: jail, reveal (two clicks), will and death note with counters.
+    show("day1", _legal("jail", [2, 3], 1, "jail"), _legal("reveal", ability="reveal"),
+         _legal("will"), _legal("death_note"))
+    pg.select_option(tid("jail-target"), "2")
+    pg.click(tid("jail-submit"))
+    pg.click(tid("jail-cancel"))
+    pg.click(tid("reveal"))
+    assert commands() == [{"type": "day", "ability": "jail", "target": 2},
+                          {"type": "day", "ability": "jail", "target": None}]
+    pg.click(tid("reveal"))
+    assert commands() == [{"type": "day", "ability": "reveal"}]
+    assert pg.get_attribute(tid("will-input"), "maxlength") == "400"
+    pg.fill(tid("death-note-input"), "x" * 400)
+    assert pg.text_content(tid("death-note-count")) == "400/400"
+    pg.click(tid("death-note-save"))
+    assert commands() == [{"type": "death_note", "text": "x" * 400}]
+
+    # The graveyard shows the will as text; the role card is there.
+    assert pg.text_content(tid("grave-will-7")) == "<i>w</i>"
+    assert pg.is_visible(tid("role-card"))
+
+    # Nothing legal: nothing to press.
+    show("night")
+    assert pg.is_visible(tid("no-actions"))
+    assert pg.is_disabled(tid("chat-input")) and pg.is_disabled(tid("chat-send"))
+    page.check_clean()

@@ -1,0 +1,370 @@
+"""Helpers for the server tests: databases, an in-process uvicorn server, a
+websocket client for the game protocol, `tossim serve` subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import uvicorn
+from fastapi import FastAPI
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_client_connect
+
+from tossim.engine import GameConfig, new_game
+from tossim.server.settings import Settings
+
+PG_URL = os.environ.get("TOSSIM_TEST_POSTGRES_URL",
+                        "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("TOSSIM_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+REPO = Path(__file__).resolve().parents[2]
+TOSSIM_BIN = Path(sys.executable).with_name("tossim")
+
+# How long a test waits for something the server is expected to do (generous:
+# the CI machine has two cores). Never used as a timing assertion.
+WAIT = 60.0
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def unavailable(service: str, message: str) -> None:
+    """Skip (locally) or fail (CI) a test whose service cannot be reached."""
+    if in_ci():
+        pytest.fail(f"{service} is required in CI: {message}", pytrace=False)
+    pytest.skip(f"{service} not available: {message}")
+
+
+# --- PostgreSQL ----------------------------------------------------------------------
+
+
+async def _admin(sql: str) -> None:
+    admin = create_async_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        async with admin.connect() as conn:
+            await asyncio.wait_for(conn.execute(sa.text(sql)), 30)
+    finally:
+        await admin.dispose()
+
+
+def _pg_create(prefix: str) -> str:
+    """Create a new empty database (sync; runs its own event loop) and return its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # unreachable, refused, no permission, ...
+        unavailable("PostgreSQL", f"cannot create a test database at {PG_URL} "
+                                  f"(TOSSIM_TEST_POSTGRES_URL): {type(exc).__name__}: {exc}")
+    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def _pg_drop(url: str) -> None:
+    name = make_url(url).database
+    with contextlib.suppress(Exception):
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextlib.contextmanager
+def fresh_pg_database(prefix: str = "tossim_srv") -> Iterator[str]:
+    """A new PostgreSQL database for one test, dropped afterwards.
+    Call it from a sync context (a sync fixture or before the loop runs)."""
+    url = _pg_create(prefix)
+    try:
+        yield url
+    finally:
+        _pg_drop(url)
+
+
+
+# --- in-process server ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers (it runs inside the test's loop)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Server:
+    """An app served by uvicorn on 127.0.0.1:<port> in this event loop."""
+
+    def __init__(self, app: FastAPI, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.ws_base = f"ws://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20)
+        self.uvicorn = _Uvicorn(config)
+        self.task: asyncio.Task[None] | None = None
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                        base_url="http://testserver", timeout=WAIT)
+
+    @property
+    def store(self) -> Any:
+        return self.app.state.store
+
+    async def start(self) -> None:
+        self.task = asyncio.create_task(self.uvicorn.serve(sockets=[self.sock]))
+        deadline = time.monotonic() + WAIT
+        while not self.uvicorn.started:
+            if self.task.done():
+                self.task.result()  # raise what stopped it
+                raise RuntimeError("uvicorn stopped before it started")
+            if time.monotonic() > deadline:
+                raise TimeoutError("uvicorn did not start")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        await self.client.aclose()
+        if self.task is not None:
+            self.uvicorn.should_exit = True
+            try:
+                await asyncio.wait_for(self.task, WAIT)
+            except TimeoutError:
+                self.uvicorn.force_exit = True
+                self.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.task
+        self.sock.close()
+
+    def ws_connect(self, path: str, **kw: Any) -> Any:
+        return ws_connect(self.ws_base + path, **kw)
+
+
+ServerFactory = Callable[..., Awaitable[Server]]
+
+
+
+# --- websockets ----------------------------------------------------------------------
+
+
+class WS:
+    """A websocket client speaking the game protocol (JSON messages)."""
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self.conn = conn
+        self.messages: list[dict[str, Any]] = []
+
+    async def send(self, message: Any) -> None:
+        await self.conn.send(message if isinstance(message, str | bytes)
+                             else json.dumps(message))
+
+    async def recv(self, timeout: float = WAIT) -> dict[str, Any]:
+        raw = await asyncio.wait_for(self.conn.recv(), timeout)
+        msg = json.loads(raw)
+        assert isinstance(msg, dict), msg
+        self.messages.append(msg)
+        return msg
+
+    async def recv_type(self, kind: str, timeout: float = WAIT) -> dict[str, Any]:
+        """The next message of this type (others are kept in self.messages)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = await self.recv(max(0.01, deadline - time.monotonic()))
+            if msg["type"] == kind:
+                return msg
+
+    async def until(self, done: Callable[[dict[str, Any]], bool],
+                    timeout: float = WAIT) -> dict[str, Any]:
+        """Read messages until one satisfies `done`; return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = await self.recv(max(0.01, deadline - time.monotonic()))
+            if done(msg):
+                return msg
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every event received so far, in order."""
+        return [e for m in self.messages if m["type"] == "events" for e in m["events"]]
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+@asynccontextmanager
+async def ws_connect(url: str, **kw: Any) -> AsyncIterator[WS]:
+    async with ws_client_connect(url, max_size=None, open_timeout=WAIT,
+                                 close_timeout=5, **kw) as conn:
+        yield WS(conn)
+
+
+def finished(msg: dict[str, Any]) -> bool:
+    """An events message showing the game over."""
+    return msg["type"] == "events" and msg.get("state", {}).get("phase") == "ended"
+
+
+# --- HTTP helpers --------------------------------------------------------------------
+
+
+async def create_game(client: httpx.AsyncClient, *, start: bool = True,
+                      **body: Any) -> str:
+    r = await client.post("/api/lobbies", json=body)
+    assert r.status_code == 201, r.text
+    game_id: str = r.json()["id"]
+    if start:
+        r = await client.post(f"/api/lobbies/{game_id}/start")
+        assert r.status_code == 200, r.text
+    return game_id
+
+
+async def wait_game(client: httpx.AsyncClient, game_id: str,
+                    done: Callable[[dict[str, Any]], bool], timeout: float = WAIT,
+                    poll: float = 0.05) -> dict[str, Any]:
+    """Poll GET /api/games/{id} until `done(summary)`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await client.get(f"/api/games/{game_id}")
+        assert r.status_code == 200, r.text
+        summary: dict[str, Any] = r.json()
+        if done(summary):
+            return summary
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"game {game_id}: still {summary['status']} "
+                               f"v{summary['version']} after {timeout} s")
+        await asyncio.sleep(poll)
+
+
+def is_finished(summary: dict[str, Any]) -> bool:
+    return summary["status"] == "finished"
+
+
+# --- server processes ----------------------------------------------------------------
+
+
+class ServeProcess:
+    """`tossim serve` in a subprocess, with its output in a log file."""
+
+    def __init__(self, db: str, *, port: int | None = None, redis: str | None = None,
+                 resume: bool = True, env: dict[str, str] | None = None,
+                 log: Path) -> None:
+        self.port = port or free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.ws_base = f"ws://127.0.0.1:{self.port}"
+        self.log_path = log
+        args = [str(TOSSIM_BIN), "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                "--db", db]
+        if redis:
+            args += ["--redis", redis]
+        if not resume:
+            args.append("--no-resume")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOSSIM_")}
+        full_env.update(env or {})
+        self._log = log.open("ab")
+        self.proc = subprocess.Popen(args, cwd=REPO, env=full_env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.client = httpx.AsyncClient(base_url=self.base_url, timeout=WAIT)
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    async def wait_ready(self, timeout: float = WAIT) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"tossim serve exited with {self.proc.returncode}:\n"
+                                   f"{self.output()[-4000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                r = await self.client.get("/api/health")
+                if r.status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"tossim serve did not answer:\n{self.output()[-4000:]}")
+            await asyncio.sleep(0.1)
+
+    def kill(self) -> None:
+        """kill -9: no shutdown, no flush."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    async def stop(self) -> None:
+        await self.client.aclose()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+    def ws_connect(self, path: str, **kw: Any) -> Any:
+        return ws_connect(self.ws_base + path, **kw)
+
+
+# --- games with a human seat ---------------------------------------------------------
+
+PLAIN_TOWN = {"sheriff", "investigator", "doctor", "lookout", "escort", "vigilante",
+              "bodyguard", "spy", "transporter", "veteran"}
+
+
+def seed_with_role(players: int, slot: int, roles: set[str]) -> int:
+    """A seed whose deal gives `slot` one of `roles`."""
+    for seed in range(1000):
+        if new_game(GameConfig(players=players, seed=seed)).player(slot).role in roles:
+            return seed
+    raise AssertionError("no such seed")
+
+
+async def human_game(server: Server, *, players: int = 7, slot: int = 1,
+                     seed: int | None = None, name: str = "Alice") -> tuple[str, str]:
+    """A started standard-speed game with one joined human seat: (game id, token)."""
+    c = server.client
+    body: dict[str, Any] = {"players": players, "seats": [{"slot": slot, "kind": "human"}]}
+    if seed is not None:
+        body["seed"] = seed
+    game_id = await create_game(c, start=False, **body)
+    r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
+    assert r.status_code == 200, r.text
+    r2 = await c.post(f"/api/lobbies/{game_id}/start")
+    assert r2.status_code == 200, r2.text
+    return game_id, str(r.json()["token"])
+
+
+async def quiet(ws: WS, seconds: float = 0.5) -> list[dict[str, Any]]:
+    """Read until nothing arrives for `seconds` (the AI seats have answered)."""
+    got = []
+    while True:
+        try:
+            got.append(await ws.recv(seconds))
+        except TimeoutError:
+            return got
+
+
+async def snapshot(server: Server, game_id: str) -> tuple[Any, ...]:
+    """Everything that would change if a command were applied."""
+    c = server.client
+    summary = (await c.get(f"/api/games/{game_id}")).json()
+    replay = (await c.get(f"/api/games/{game_id}/replay")).json()
+    return (summary["version"], summary["phase"], replay["events"],
+            await server.store.commands(game_id), await server.store.events(game_id))

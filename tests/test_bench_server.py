@@ -1,0 +1,32 @@
+"""`tossim bench server`, small: a real server in a subprocess, two fast all-AI
+games, four websocket spectators (public, omniscient and a player's view).
+No timing assertions: only that the bench ran, the games finished, and every
+spectator's events equal a fresh replay's (nothing lost, duplicated, altered
+or leaked)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from tossim.bench_server import BenchConfig, report_lines, run_bench
+from tossim.cli import app
+
+
+async def test_bench_server_smoke() -> None:
+    result = await run_bench(BenchConfig(games=2, spectators=4, speed="fast", duration=120))
+    assert result.games_finished == 2
+    assert not result.capped
+    assert result.connected == result.checked == 4
+    assert set(result.viewers) == {"public", "omniscient", "player"}
+    assert result.failed == 0, result.errors
+    assert result.lost == result.duplicated == result.out_of_order == 0
+    assert result.altered == result.unexpected == result.incomplete == 0
+    assert result.events > 0 and result.messages > 0 and result.latencies
+    assert result.ok
+    lines = report_lines([result])
+    assert any("lost 0, duplicated 0" in line for line in lines)
+
+
+def test_bench_server_command_rejects_bad_speed() -> None:
+    out = CliRunner().invoke(app, ["bench", "server", "--speed", "warp"])
+    assert out.exit_code != 0

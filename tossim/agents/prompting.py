@@ -1,0 +1,226 @@
+"""Prompts for AI seats (seed 003): a static system prompt and the dynamic
+turn context, rendered from Jinja2 templates in `prompts/`.
+
+Both are built only from a SeatMemory (the seat's own Views). The system
+prompt puts what every seat shares first (objective, rules digest, tools,
+action format, the game's role list) and the seat's identity, role card and
+persona after it, so seats share the longest possible prefix. Every piece of
+text a player wrote (chat, wills, names) and every engine event text is
+escaped with `escape.escape_text` before it is placed in a prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from tossim.agents.escape import escape_text, quote
+from tossim.agents.grammar import turn_choices
+from tossim.agents.memory import CHAT_KEYS, SeatMemory
+from tossim.agents.personas import Persona
+from tossim.agents.tools import TOOLS, ToolSpec, format_chat
+from tossim.engine.roles import ROLES, find_role
+from tossim.engine.view import role_card
+
+PROTOCOLS = ("xml", "json")
+CATEGORY_NAMES = {"town_killing": "Town Killing", "random_town": "Random Town"}
+_TEMPLATES = Path(__file__).with_name("prompts")
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_TEMPLATES)), autoescape=False,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined)
+
+
+def render_template(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context).strip() + "\n"
+
+
+def tool_call(spec: ToolSpec, protocol: str) -> str:
+    """How a tool is called in this protocol, with an example argument."""
+    if protocol == "json":
+        args = "{}" if spec.arg == "none" else f'{{"{spec.arg}": "{spec.example}"}}'
+        return f'{{"action": "{spec.name}", "args": {args}}}'
+    return f"<{spec.name}>{spec.example}</{spec.name}>"
+
+
+def role_list(memory: SeatMemory) -> list[str]:
+    """The game's role list (public, from the game.start event)."""
+    for e in memory.events:
+        if e["key"] == "game.start":
+            out = []
+            for key in e["data"].get("role_list", ()):
+                r = ROLES.get(key)
+                out.append(r.name if r else CATEGORY_NAMES.get(key, key.replace("_", " ").title()))
+            return out
+    return []
+
+
+def _identity_extra(memory: SeatMemory) -> list[str]:
+    you = memory.you
+    out = []
+    if you.get("uses"):
+        out.append("Uses left: " + ", ".join(f"{k.replace('_', ' ')} {v}"
+                                             for k, v in sorted(you["uses"].items())) + ".")
+    mates = you.get("teammates") or []
+    if mates:
+        listed = []
+        for s in mates:
+            p = memory.player(s) or {}
+            listed.append(f"{escape_text(memory.name(s))} ({p.get('role') or 'Mafia'})")
+        out.append("Your fellow Mafia members: " + ", ".join(listed) + ".")
+    if you.get("target") is not None:
+        out.append(f"Your target is {escape_text(memory.name(you['target']))}. "
+                   "Get them lynched.")
+    return out
+
+
+def render_system(memory: SeatMemory, protocol: str = "xml",
+                  persona: Persona | str | None = None) -> str:
+    """The seat's system prompt. It changes only when the seat's role does
+    (a Mafioso promoted to Godfather, an Executioner turned Jester)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}")
+    you = memory.you
+    r = find_role(you.get("role_key") or you.get("role") or "")
+    card = role_card(r.key) if r else {"name": you.get("role", "?"), "alignment": "",
+                                       "summary": you.get("summary", ""),
+                                       "goal": you.get("goal", ""), "attack": "None",
+                                       "defense": "None"}
+    tools = [{"call": tool_call(t, protocol), "description": t.description}
+             for t in TOOLS.values()]
+    text = persona.text if isinstance(persona, Persona) else persona
+    return render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
+                   name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
+                   identity_extra=_identity_extra(memory), persona=text)
+
+
+def shared_prefix(system_prompt: str) -> str:
+    """The part of a system prompt every seat of the game shares."""
+    return system_prompt.split("## Who you are", 1)[0]
+
+
+def roster_lines(memory: SeatMemory) -> list[str]:
+    you = memory.you
+    mates = set(you.get("teammates") or [])
+    target = you.get("target")
+    out = []
+    for p in memory.roster:
+        line = escape_text(p["name"])
+        tags = []
+        if p["slot"] == memory.slot:
+            tags.append("(you)")
+        if not p["alive"]:
+            tags.append("[DEAD]")
+        if p.get("revealed_mayor"):
+            tags.append("[REVEALED MAYOR]")
+        if p["slot"] in mates:
+            tags.append("(Mafia teammate)")
+        if p["slot"] == target:
+            tags.append("(your target)")
+        if tags:
+            line += " " + " ".join(tags)
+        if p.get("role"):
+            line += f" - Role: {escape_text(p['role'])}"
+        out.append(line)
+    return out
+
+
+def _event_line(e: dict[str, Any]) -> str:
+    when = f"Night {e['day']}" if e["phase"] == "night" else f"Day {e['day']}"
+    return f"[{when}] {escape_text(e['text'])}"
+
+
+def _state_lines(memory: SeatMemory) -> list[str]:
+    you, names = memory.you, memory.names
+    out = []
+    if not you.get("alive", True):
+        out.append("You are dead: you can only talk in the dead chat.")
+    if you.get("jailed"):
+        out.append("You are in jail tonight.")
+    will = you.get("will") or ""
+    out.append(f"Your last will: {quote(will)}" if will else "Your last will is empty.")
+    if you.get("death_note"):
+        out.append(f"Your death note: {quote(you['death_note'])}")
+    chosen = you.get("night_action") or []
+    if chosen:
+        out.append("Your night action: " + " and ".join(escape_text(names.get(s, str(s)))
+                                                       for s in chosen) + ".")
+    if you.get("vote") is not None:
+        out.append(f"You voted against {escape_text(memory.name(you['vote']))}.")
+    if you.get("verdict"):
+        out.append(f"Your verdict: {you['verdict']}.")
+    if memory.trial.get("accused") is not None:
+        out.append(f"On trial: {escape_text(memory.name(memory.trial['accused']))}.")
+    if memory.trial.get("votes") is not None:
+        tally = ", ".join(f"{escape_text(memory.name(int(s)))} {n}"
+                          for s, n in memory.trial["votes"].items()) or "no votes yet"
+        out.append(f"Votes so far: {tally}; {memory.trial.get('needed')} needed for a trial.")
+    return out
+
+
+def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
+    """The final actions available now, with their allowed arguments."""
+    channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
+    ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
+    out = []
+    for c in turn_choices(memory.legal, memory.names, allow_tools=False):
+        opts = ", ".join(escape_text(o) for o in (c.attr_options or c.options))
+        if protocol == "json":
+            call = f'"{c.tag}"'
+        elif c.tag == "whisper":
+            call = '<whisper to="NAME">message</whisper>'
+        elif c.arg in ("none",):
+            call = f"<{c.tag}></{c.tag}>"
+        elif c.arg == "names2":
+            call = f"<{c.tag}>NAME and NAME</{c.tag}>"
+        elif c.arg in ("names", "self"):
+            call = f"<{c.tag}>{'yourself' if c.arg == 'self' else 'NAME'}</{c.tag}>"
+        elif c.tag == "judge":
+            call = "<judge>VERDICT</judge>"
+        else:
+            call = f"<{c.tag}>text</{c.tag}>"
+        what = {
+            "speak": f"talk ({channel} chat)", "whisper": "whisper to", "wait": "do nothing",
+            "vote": "put on trial", "judge": "your verdict", "night": ability or "night ability",
+            "will": "replace your last will", "death_note": "replace your death note",
+            "reveal": "reveal yourself as the Mayor", "jail": "jail tonight",
+            "seance": "hold a seance tonight with",
+        }[c.tag]
+        if opts and c.arg != "self":
+            what += ": " + opts
+        out.append(f"{call} - {what}")
+    return out
+
+
+def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
+                protocol: str = "xml") -> str:
+    """The dynamic context for this turn. `summaries` maps earlier days to
+    their summary (escaped here: model-written text quotes players)."""
+    new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
+    public = [_event_line(e) for e in new if e["audience"] == "public"]
+    private = [_event_line(e) for e in new if e["audience"] != "public"]
+    chat = [format_chat(memory, e) for e in memory.chat(memory.day)]
+    tool_results = [f"{t.tool}({escape_text(t.arg)}): {escape_text(t.observation)}"
+                    for t in memory.tool_results_today()]
+    earlier: Sequence[tuple[int, str]] = sorted(
+        (d, escape_text(s)) for d, s in (summaries or {}).items() if d < memory.day)
+    return render_template("turn.j2", phase_label=memory.phase_label, roster=roster_lines(memory),
+                   summaries=earlier, public_events=public, private_events=private, chat=chat,
+                   tool_results=tool_results, state=_state_lines(memory),
+                   actions=action_lines(memory, protocol))
+
+
+def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
+                   protocol: str = "xml",
+                   persona: Persona | str | None = None) -> list[dict[str, str]]:
+    """Chat messages for a turn: the system prompt and the turn context."""
+    return [{"role": "system", "content": render_system(memory, protocol, persona)},
+            {"role": "user", "content": render_turn(memory, summaries, protocol)}]

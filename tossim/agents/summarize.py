@@ -1,0 +1,76 @@
+"""Summaries of earlier days for the turn context.
+
+`summary_prompt(memory, day)` asks a model for a short summary of a day's
+public discussion (claims, accusations, votes), built from the seat's public
+events of that day, escaped. `fallback_summary(memory, day)` is the
+deterministic, extractive summary used when no model is available.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tossim.agents.escape import escape_text, quote
+from tossim.agents.memory import SeatMemory
+from tossim.agents.prompting import render_template
+
+OUTCOME_KEYS = ("dawn.death", "dawn.role", "dawn.revived", "trial.start", "judge.lynch",
+                "judge.pardon", "lynch.death", "mayor.reveal", "trial.limit")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# words that mark a sentence as a claim, a result or an accusation (the phrases
+# of tossim.agents.claims included)
+_CLAIMY = re.compile(r"\b(I am|I'm|claim\w*|vote|suspicious|lying|liar|visited|could be|"
+                     r"mafia|guilty|innocent|killed|heal\w*|role)\b", re.IGNORECASE)
+
+
+def public_lines(memory: SeatMemory, day: int) -> list[str]:
+    """Day `day`'s public events as prompt lines (chat quoted, all escaped)."""
+    out = []
+    for e in memory.public_events(day):
+        data = e.get("data", {})
+        if e["key"] == "chat.public":
+            out.append(f"{escape_text(memory.name(data.get('author')))}: "
+                       f"{quote(data.get('text', ''))}")
+        elif not e["key"].startswith("phase."):
+            out.append(escape_text(e["text"]))
+    return out
+
+
+def summary_prompt(memory: SeatMemory, day: int, max_words: int = 80) -> str:
+    return render_template("summary.j2", day=day, max_words=max_words,
+                   lines=public_lines(memory, day))
+
+
+def _claim_sentences(text: str) -> list[str]:
+    """The sentences of a chat message that state a claim, a result or an accusation."""
+    out = []
+    for sentence in _SENTENCE.split(text.strip()):
+        if _CLAIMY.search(sentence):
+            out.append(sentence)
+    return out
+
+
+def fallback_summary(memory: SeatMemory, day: int, max_sentences: int = 12) -> str:
+    """An extractive summary of Day `day`: who claimed or accused what in public
+    chat (the sentences that say so), votes per target, trials and deaths."""
+    parts: list[str] = []
+    said: list[str] = []
+    votes: dict[Any, list[str]] = {}
+    for e in memory.public_events(day):
+        data = e.get("data", {})
+        key = e["key"]
+        if key == "chat.public":
+            for s in _claim_sentences(str(data.get("text", ""))):
+                said.append(f"{escape_text(memory.name(data.get('author')))}: {quote(s)}")
+        elif key in ("vote.cast", "vote.changed"):
+            votes.setdefault(data.get("target"), []).append(
+                escape_text(memory.name(data.get("voter"))))
+        elif key in OUTCOME_KEYS:
+            parts.append(escape_text(e["text"]))
+    out = said[:max_sentences]
+    for target, voters in votes.items():
+        out.append(f"Votes against {escape_text(memory.name(target))}: "
+                   + ", ".join(voters) + ".")
+    out.extend(parts)
+    return " ".join(out) if out else "Nothing notable happened."

@@ -1,0 +1,709 @@
+"""`tossim bench server`: a real server under spectator load, and its figures.
+
+`run_bench` starts the server (`tossim serve`) in a subprocess on loopback,
+creates all-AI lobbies over HTTP and starts them, connects websocket
+spectators spread over the games (public, omniscient and player points of
+view) from this one asyncio process, and measures what they receive:
+
+- events and messages delivered per second (summed over spectators);
+- delivery latency: receive time minus the message's `published_at` (the
+  actor's `time.time()` when it published the batch; one machine, one clock).
+  The first events message of a connection is a catch-up of what happened
+  before it connected and is not counted in the latency;
+- correctness: every spectator's event versions strictly increase, and its
+  events equal those of a fresh `GET /api/games/{id}/replay?viewer=...` for the
+  same viewer up to the last version it was sent (no event lost, duplicated,
+  altered or leaked);
+- the server process's CPU seconds, from /proc/<pid>/stat.
+
+It is bounded: a fixed number of games and spectators, a measuring window
+capped by `duration`, timeouts on every other step, and it stops the server
+before returning. It prints nothing; the CLI formats the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import gc
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import connect
+
+PLAYERS = 15
+# The viewers of a game's spectators, in turn: half public, a fifth
+# omniscient, three tenths one player's point of view.
+VIEWER_MIX = ("public", "omniscient", "player", "public", "player",
+              "omniscient", "public", "player", "public", "public")
+CONNECT_CONCURRENCY = 64  # websocket handshakes in flight at once
+HTTP_CONCURRENCY = 8
+SETUP_TIMEOUT = 120.0  # seconds for the server to start, and for lobbies and starts
+CHECK_TIMEOUT = 300.0  # seconds for the replays of the correctness check
+FAST_CAP = 300.0  # default measuring window cap for fast games (paced: 30 s)
+PACED_CAP = 30.0
+
+
+@dataclass
+class BenchConfig:
+    games: int = 100
+    spectators: int = 1000
+    speed: str = "paced"  # fast | paced
+    pace: float = 0.2
+    duration: float | None = None  # measuring window cap (None: 30 s paced, 300 s fast)
+    db: str | None = None  # None: a SQLite file in a temporary folder
+    redis: str | None = None
+    port: int = 0  # 0: any free port
+    compression: bool = True  # permessage-deflate, as browsers negotiate it
+    seed: int = 1
+    label: str = "run"
+
+    @property
+    def cap(self) -> float:
+        if self.duration is not None:
+            return self.duration
+        return FAST_CAP if self.speed == "fast" else PACED_CAP
+
+
+@dataclass
+class BenchResult:
+    label: str
+    games: int
+    spectators: int
+    speed: str
+    pace: float | None
+    db_kind: str
+    bus: str
+    # seconds measured: fast, from the first game start to the last spectator's
+    # end (or the cap); paced, from the last spectator's hello, for the cap
+    window: float
+    capped: bool  # the window ended at the cap, not because every game ended
+    games_finished: int
+    connected: int  # spectators that got their hello
+    failed: int  # spectators refused, timed out or cut off with an error
+    viewers: dict[str, int]
+    events: int  # events delivered, summed over spectators
+    messages: int  # websocket messages received, summed over spectators
+    catchup_events: int  # of `events`, those in each connection's first (catch-up) message
+    setup: float = 0.0  # seconds from the first start to the last spectator's hello
+    connect_times: list[float] = field(repr=False, default_factory=list)  # handshake to hello
+    # each event's latency from its own batch's publish time (a lower bound; see
+    # event_latencies), in the window
+    event_latencies: list[float] = field(repr=False, default_factory=list)
+    started: float = 0.0  # seconds from the first start to the last
+    latencies: list[float] = field(repr=False, default_factory=list)  # seconds, in the window
+    # latencies before the window (paced runs: while spectators were connecting)
+    setup_latencies: list[float] = field(repr=False, default_factory=list)
+    # how far the games got in the window: the sum over games of the version
+    # their spectators were sent at its end less that at its start
+    window_versions: int = 0
+    game_version: int = 0  # events the games made in all (the sum of their versions)
+    game_commands: int = 0  # commands the games applied in all
+    lost: int = 0
+    duplicated: int = 0
+    out_of_order: int = 0
+    altered: int = 0  # events whose content differs from the replay's
+    unexpected: int = 0  # events the replay does not show this viewer (a leak)
+    incomplete: int = 0  # spectators of a finished game that did not get its end
+    checked: int = 0  # spectators compared with a replay
+    replays: int = 0  # replays fetched
+    server_cpu: float = 0.0  # server CPU seconds (user + system) during the window
+    server_cpu_total: float = 0.0  # from server start to before it was stopped
+    client_cpu: float = 0.0  # this process's CPU seconds during the window
+    server_rss_mb: float = 0.0  # the server's peak resident memory
+    machine_busy: float = 0.0  # the fraction of all the machine's CPU time busy in the window
+    errors: list[str] = field(default_factory=list)
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.window if self.window > 0 else 0.0
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.messages / self.window if self.window > 0 else 0.0
+
+    def latency_ms(self, q: float, setup: bool = False) -> float | None:
+        """The q-quantile (nearest rank) of the delivery latency in the window
+        (with `setup`: before it), in ms."""
+        return _quantile_ms(self.setup_latencies if setup else self.latencies, q)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.out_of_order or self.altered
+                    or self.unexpected or self.failed or self.checked < self.connected)
+
+
+@dataclass
+class _Spectator:
+    index: int
+    game: int
+    game_id: str
+    viewer: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    messages: int = 0
+    catchup: int = 0
+    last_version: int = 0  # `version` of the last events message
+    last_v: int = 0  # `v` of the last event received
+    out_of_order: int = 0
+    # (received, published_at, version, event v's) of each events message but
+    # the catch-up, and whether it came in the window
+    log: list[tuple[float, float, int, list[int], bool]] = field(default_factory=list)
+    hello: bool = False
+    ended: bool = False
+    error: str | None = None
+
+
+def viewer_for(j: int, games: int) -> tuple[int, str]:
+    """Spectator j's game (round robin) and viewer, so that every game gets
+    the whole mix of viewers."""
+    g, r = j % games, j // games
+    kind = VIEWER_MIX[(g + r) % len(VIEWER_MIX)]
+    if kind == "player":
+        return g, str(1 + (g + 7 * r) % PLAYERS)
+    return g, kind
+
+
+def raise_nofile(needed: int) -> int:
+    """Raise this process's open-file limit (the server subprocess inherits
+    it) to at least `needed` if the hard limit allows; returns the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        new = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        soft = new
+    return soft
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads), from /proc."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+    utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of stat(5)
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_peak_rss_mb(pid: int) -> float:
+    """A process's peak resident memory (VmHWM) in MiB, from /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU time of the whole machine so far, all CPUs, from /proc/stat."""
+    try:
+        first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return 0.0, 0.0
+    ticks = [float(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def self_cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def db_kind(url: str) -> str:
+    return "PostgreSQL" if url.startswith("postgresql") else (
+        "SQLite" if url.startswith("sqlite") else url.split(":", 1)[0])
+
+
+class ServerProcess:
+    """`tossim serve` in a subprocess, its log in a file."""
+
+    def __init__(self, db: str, redis: str | None, port: int, pace: float,
+                 log_path: Path) -> None:
+        self.db, self.redis, self.port, self.pace = db, redis, port, pace
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        cmd = [sys.executable]
+        profile = os.environ.get("TOSSIM_BENCH_PROFILE")  # cProfile the server into this file
+        if profile:
+            cmd += ["-m", "cProfile", "-o", profile]
+        cmd += ["-m", "tossim.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                "--db", self.db, "--no-resume"]
+        if self.redis:
+            cmd += ["--redis", self.redis]
+        env = dict(os.environ, TOSSIM_PACE=str(self.pace), TOSSIM_DEMO="false")
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         stdin=subprocess.DEVNULL)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def cpu(self) -> float:
+        return proc_cpu_seconds(self.pid) if self.proc is not None else 0.0
+
+    async def wait_ready(self, client: httpx.AsyncClient, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited with {self.proc.returncode}:\n"
+                                   f"{self.log_tail()}")
+            with contextlib.suppress(Exception):
+                r = await client.get(f"{self.base}/api/health", timeout=2.0)
+                if r.status_code == 200 and r.json().get("status") == "ok":
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not answer in {timeout:.0f} s:\n"
+                                   f"{self.log_tail()}")
+            await asyncio.sleep(0.1)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)  # uvicorn shuts down gracefully
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class _Shared:
+    """What the spectators of one run record together. Events, messages and
+    latencies are counted only while `counting` (the measuring window)."""
+
+    def __init__(self, spectators: int) -> None:
+        self.counting = False
+        self.events = 0
+        self.messages = 0
+        self.latencies: list[float] = []
+        self.setup_latencies: list[float] = []  # before the window (paced runs)
+        self.hellos = 0
+        self.connect_times: list[float] = []  # handshake to hello, seconds
+        self.spectators = spectators
+        self.all_connected = asyncio.Event()
+        self.remaining = spectators
+        self.all_done = asyncio.Event()
+        if spectators == 0:
+            self.all_connected.set()
+            self.all_done.set()
+
+
+async def _spectate(ws_base: str, spec: _Spectator, shared: _Shared,
+                    gate: asyncio.Semaphore, compression: bool) -> None:
+    url = f"{ws_base}/ws/games/{spec.game_id}/watch?viewer={spec.viewer}"
+    try:
+        async with gate:
+            began = time.monotonic()
+            ws = await connect(url, compression="deflate" if compression else None,
+                               max_size=None, open_timeout=60, close_timeout=2,
+                               ping_interval=None, proxy=None)
+        async with ws:
+            first_events = True
+            async for raw in ws:
+                received = time.time()
+                msg = json.loads(raw)
+                spec.messages += 1
+                shared.messages += shared.counting
+                kind = msg.get("type")
+                if kind == "hello":
+                    spec.hello = True
+                    shared.hellos += 1
+                    shared.connect_times.append(time.monotonic() - began)
+                    if shared.hellos == shared.spectators:
+                        shared.all_connected.set()
+                    continue
+                if kind != "events":
+                    continue
+                events = msg["events"]
+                for e in events:
+                    if e["v"] <= spec.last_v:
+                        spec.out_of_order += 1
+                    spec.last_v = max(spec.last_v, e["v"])
+                spec.events.extend(events)
+                spec.last_version = max(spec.last_version, int(msg["version"]))
+                if shared.counting:
+                    shared.events += len(events)
+                if first_events:
+                    first_events = False
+                    spec.catchup = len(events)
+                elif msg.get("published_at") is not None:
+                    published = float(msg["published_at"])
+                    (shared.latencies if shared.counting else shared.setup_latencies
+                     ).append(received - published)
+                    spec.log.append((received, published, int(msg["version"]),
+                                     [e["v"] for e in events], shared.counting))
+                state = msg.get("state") or {}
+                if state.get("result") is not None or state.get("phase") == "ended":
+                    spec.ended = True
+                    break
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        spec.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        shared.remaining -= 1
+        if shared.remaining <= 0:
+            shared.all_done.set()
+            shared.all_connected.set()  # nobody left to connect
+
+
+async def _first_of(*events: asyncio.Event, timeout: float) -> bool:
+    """Wait until one of the events is set; False on timeout."""
+    waits = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        done, _ = await asyncio.wait(waits, timeout=max(timeout, 0.0),
+                                     return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+    return bool(done)
+
+
+def event_latencies(specs: list[_Spectator]) -> list[float]:
+    """Each event's delivery latency in the window: its receive time less the
+    publish time of the batch it was stored in, where a message's
+    `published_at` is only that of the newest batch it carries. The batches
+    of a game are learnt from all its spectators' messages (a message's
+    version ends a batch); where every spectator got a batch merged with a
+    later one, the later one's time is used, so this is a lower bound."""
+    batches: dict[int, dict[int, float]] = {}
+    for s in specs:
+        known = batches.setdefault(s.game, {})
+        for _received, published, version, _vs, _counted in s.log:
+            known[version] = min(published, known.get(version, published))
+    out: list[float] = []
+    for s in specs:
+        known = batches[s.game] if s.log else {}
+        ends = sorted(known)
+        for received, _published, _version, vs, counted in s.log:
+            if not counted:
+                continue
+            for v in vs:
+                i = bisect.bisect_left(ends, v)
+                if i < len(ends):
+                    out.append(received - known[ends[i]])
+    return out
+
+
+def _versions(specs: list[_Spectator]) -> dict[int, int]:
+    """Each game's version as far as its spectators were sent."""
+    out: dict[int, int] = {}
+    for s in specs:
+        out[s.game] = max(out.get(s.game, 0), s.last_version)
+    return out
+
+
+def _compare(spec: _Spectator, replay_events: list[dict[str, Any]]) -> dict[str, int]:
+    """Lost, duplicated, altered and unexpected events of one spectator against
+    the replay's events up to the last version it was sent."""
+    expected = {e["v"]: e for e in replay_events if e["v"] <= spec.last_version}
+    counts = Counter(e["v"] for e in spec.events)
+    got = {e["v"]: e for e in spec.events}
+    return {
+        "lost": sum(1 for v in expected if v not in counts),
+        "duplicated": sum(n - 1 for n in counts.values() if n > 1),
+        "unexpected": sum(1 for v in counts if v not in expected),
+        "altered": sum(1 for v, e in got.items() if v in expected and expected[v] != e),
+    }
+
+
+async def run_bench(cfg: BenchConfig) -> BenchResult:
+    """One run: start a server, load it, check what the spectators got, stop it."""
+    if cfg.speed not in ("fast", "paced"):
+        raise ValueError("speed is fast or paced")
+    if cfg.games < 1 or cfg.spectators < 0:
+        raise ValueError("at least one game, and no negative number of spectators")
+    raise_nofile(2 * cfg.spectators + 1024)
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="tossim-bench-") as tmp:
+        db = cfg.db or f"sqlite+aiosqlite:///{tmp}/bench.db"
+        port = cfg.port or free_port()
+        server = ServerProcess(db, cfg.redis, port, cfg.pace, Path(tmp) / "server.log")
+        server.start()
+        # The load generator keeps every event it receives: its own garbage
+        # collector would pause it for hundreds of ms and count them as
+        # delivery latency. What it allocates is freed by reference counting.
+        collecting = gc.isenabled()
+        gc.collect()
+        gc.disable()
+        try:
+            result = await _run(cfg, server, db)
+        finally:
+            if collecting:
+                gc.enable()
+            server.stop()
+    result.load = (load0, os.getloadavg()[0])
+    return result
+
+
+async def _run(cfg: BenchConfig, server: ServerProcess, db: str) -> BenchResult:
+    limits = httpx.Limits(max_connections=HTTP_CONCURRENCY * 2)
+    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=60.0) as http:
+        await server.wait_ready(http, SETUP_TIMEOUT)
+        bus = (await http.get("/api/health")).json().get("bus", "?")
+        http_gate = asyncio.Semaphore(HTTP_CONCURRENCY)
+
+        async def create(i: int) -> str:
+            async with http_gate:
+                r = await http.post("/api/lobbies", json={
+                    "players": PLAYERS, "speed": cfg.speed, "seed": cfg.seed + i})
+                r.raise_for_status()
+                return str(r.json()["id"])
+
+        async with asyncio.timeout(SETUP_TIMEOUT):
+            game_ids = list(await asyncio.gather(*(create(i) for i in range(cfg.games))))
+
+        specs = []
+        for j in range(cfg.spectators):
+            g, viewer = viewer_for(j, cfg.games)
+            specs.append(_Spectator(j, g, game_ids[g], viewer))
+        by_game: dict[int, list[_Spectator]] = {}
+        for s in specs:
+            by_game.setdefault(s.game, []).append(s)
+
+        shared = _Shared(len(specs))
+        ws_base = f"ws://127.0.0.1:{server.port}"
+        gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+        tasks: list[asyncio.Task[None]] = []
+        # fast: measure from the first start until every spectator saw its game
+        # end; paced: connect everyone first, then measure a steady window.
+        from_start = cfg.speed == "fast"
+        shared.counting = from_start
+        versions0: dict[int, int] = {}
+        cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
+        mach0 = machine_cpu()
+
+        async def start(g: int) -> None:
+            # each game's spectators connect as soon as it has started (a fast
+            # game may otherwise be over before they connect)
+            async with http_gate:
+                r = await http.post(f"/api/lobbies/{game_ids[g]}/start")
+                r.raise_for_status()
+            for s in by_game.get(g, []):
+                tasks.append(asyncio.create_task(_spectate(
+                    ws_base, s, shared, gate, cfg.compression)))
+
+        async with asyncio.timeout(SETUP_TIMEOUT):
+            await asyncio.gather(*(start(g) for g in range(len(game_ids))))
+        started = time.monotonic() - t0
+        if from_start:
+            left = cfg.cap - (time.monotonic() - t0)
+            await _first_of(shared.all_connected, timeout=left)
+            setup = time.monotonic() - t0
+            capped = not await _first_of(shared.all_done, timeout=left)
+        else:
+            await _first_of(shared.all_connected, timeout=SETUP_TIMEOUT - started)
+            setup = time.monotonic() - t0
+            cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
+            mach0 = machine_cpu()
+            versions0 = _versions(specs)
+            shared.counting = True
+            capped = not await _first_of(shared.all_done, timeout=cfg.cap)
+        shared.counting = False
+        window = time.monotonic() - t0
+        cpu1, self1, mach1 = server.cpu(), self_cpu_seconds(), machine_cpu()
+        versions1 = _versions(specs)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+        result = BenchResult(
+            label=cfg.label, games=cfg.games, spectators=cfg.spectators, speed=cfg.speed,
+            pace=cfg.pace if cfg.speed == "paced" else None, db_kind=db_kind(db), bus=bus,
+            window=window, capped=capped, games_finished=0,
+            connected=sum(s.hello for s in specs),
+            failed=sum(1 for s in specs if s.error is not None),
+            viewers=dict(Counter("player" if s.viewer.isdigit() else s.viewer for s in specs)),
+            events=shared.events, messages=shared.messages,
+            catchup_events=sum(s.catchup for s in specs), setup=setup, started=started,
+            connect_times=shared.connect_times, event_latencies=event_latencies(specs),
+            latencies=shared.latencies, setup_latencies=shared.setup_latencies,
+            out_of_order=sum(s.out_of_order for s in specs),
+            server_cpu=cpu1 - cpu0, client_cpu=self1 - self0,
+            machine_busy=(mach1[0] - mach0[0]) / max(mach1[1] - mach0[1], 1e-9),
+            window_versions=sum(v - versions0.get(g, 0) for g, v in versions1.items()))
+        result.errors = [f"spectator {s.index} ({s.game_id[:8]}, {s.viewer}): {s.error}"
+                         for s in specs if s.error][:10]
+
+        # The check: a fresh replay per (game, viewer), fetched after every
+        # spectator has stopped, so it reaches at least as far as any of them.
+        replays: dict[tuple[str, str], dict[str, Any]] = {}
+
+        async def fetch(key: tuple[str, str]) -> None:
+            async with http_gate:
+                r = await http.get(f"/api/games/{key[0]}/replay", params={"viewer": key[1]})
+                r.raise_for_status()
+                replays[key] = r.json()
+
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            keys = sorted({(s.game_id, s.viewer) for s in specs}
+                          | {(gid, "omniscient") for gid in game_ids})
+            await asyncio.gather(*(fetch(k) for k in keys))
+            # The actor marks a game finished just after publishing its end:
+            # give games whose end a spectator saw a moment to get there.
+            seen_end = {s.game_id for s in specs if s.ended}
+            for _ in range(50):
+                late = [gid for gid in game_ids if gid in seen_end
+                        and replays[(gid, "omniscient")]["status"] != "finished"]
+                if not late:
+                    break
+                await asyncio.sleep(0.2)
+                await asyncio.gather(*(fetch((gid, "omniscient")) for gid in late))
+        result.replays = len(replays)
+        for gid in game_ids:
+            omniscient = replays[(gid, "omniscient")]
+            result.games_finished += omniscient["status"] == "finished"
+            result.game_version += omniscient["events"][-1]["v"] if omniscient["events"] else 0
+            result.game_commands += len(omniscient["commands"])
+        for s in specs:
+            if not s.hello:
+                continue
+            replay = replays[(s.game_id, s.viewer)]
+            diff = _compare(s, replay["events"])
+            result.lost += diff["lost"]
+            result.duplicated += diff["duplicated"]
+            result.unexpected += diff["unexpected"]
+            result.altered += diff["altered"]
+            result.checked += 1
+            if replay["status"] == "finished" and not s.ended and not capped:
+                result.incomplete += 1
+        result.server_cpu_total = server.cpu()
+        result.server_rss_mb = proc_peak_rss_mb(server.pid)
+    return result
+
+
+def run(cfg: BenchConfig) -> BenchResult:
+    """`run_bench` in a fresh event loop (uvloop when installed, as the server uses)."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.run(run_bench(cfg))
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(run_bench(cfg))
+
+
+def _quantile_ms(xs: list[float], q: float) -> float | None:
+    """The q-quantile (nearest rank) of seconds `xs`, in ms."""
+    if not xs:
+        return None
+    ys = sorted(xs)
+    return 1000.0 * ys[min(len(ys) - 1, int(q * len(ys)))]
+
+
+def _fmt_ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def report_lines(results: list[BenchResult]) -> list[str]:
+    """A compact table, one row per run, two lines of details per run, and
+    the ratio of the last run to the first."""
+    if not results:
+        return []
+    main = results[-1]
+    pace = f", pace {main.pace:g} s" if main.pace is not None else ""
+    mix = ", ".join(f"{n} {k}" for k, n in sorted(main.viewers.items()))
+    window = ("from the first start until every spectator saw its game end" if main.speed ==
+              "fast" else "once every spectator is connected")
+    lines = [
+        f"bench server: {main.speed}{pace}, {PLAYERS} AI seats a game, {main.db_kind}, "
+        f"{main.bus} bus, {os.cpu_count()} CPUs",
+        f"  spectators of the last run: {mix}; measured {window}",
+        f"  {'run':<9}{'games':>6}{'specs':>6}{'window':>8}{'finished':>9}"
+        f"{'events/s':>9}{'msgs/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
+        f"{'lost':>5}{'dup':>4}{'srv CPU':>8}{'cli CPU':>8}",
+    ]
+    for r in results:
+        lines.append(
+            f"  {r.label:<9}{r.games:>6}{r.spectators:>6}{r.window:>7.1f}s"
+            f"{f'{r.games_finished}/{r.games}':>9}"
+            f"{r.events_per_s:>9.0f}{r.messages_per_s:>8.0f}{_fmt_ms(r.latency_ms(0.50)):>8}"
+            f"{_fmt_ms(r.latency_ms(0.99)):>8}{_fmt_ms(r.latency_ms(1.0)):>8}"
+            f"{r.lost:>5}{r.duplicated:>4}{r.server_cpu:>7.1f}s{r.client_cpu:>7.1f}s")
+    for r in results:
+        setup = ""
+        if r.speed == "paced":
+            setup = (f"; before the window: latency p99/max "
+                     f"{_fmt_ms(r.latency_ms(0.99, True))}/{_fmt_ms(r.latency_ms(1.0, True))} ms")
+        lines.append(
+            f"  {r.label}: games started in {r.started:.1f} s, {r.connected}/{r.spectators} "
+            f"spectators connected in {r.setup:.1f} s (handshake to hello p50/max "
+            f"{_fmt_ms(_quantile_ms(r.connect_times, 0.5))}/"
+            f"{_fmt_ms(_quantile_ms(r.connect_times, 1.0))} ms), {r.failed} failed{setup}; "
+            f"server CPU {100 * r.server_cpu / max(r.window, 1e-9):.0f}% of the window, "
+            f"machine {100 * r.machine_busy:.0f}% busy ({os.cpu_count()} CPUs); server peak "
+            f"RSS {r.server_rss_mb:.0f} MiB; "
+            f"games advanced {r.window_versions / max(r.window, 1e-9) / r.games:.1f} "
+            f"events/s each in it ({r.game_version} events, {r.game_commands} commands in all); "
+            f"{'capped at the window' if r.capped else 'every spectator saw its game end'}; "
+            f"load average {r.load[0]:.2f} before, {r.load[1]:.2f} after")
+        lines.append(
+            f"    per event (from its own batch's publish, a lower bound): p50/p99/max "
+            f"{_fmt_ms(_quantile_ms(r.event_latencies, 0.5))}/"
+            f"{_fmt_ms(_quantile_ms(r.event_latencies, 0.99))}/"
+            f"{_fmt_ms(_quantile_ms(r.event_latencies, 1.0))} ms over "
+            f"{len(r.event_latencies)} events")
+        lines.append(
+            f"    check: {r.checked} spectators against {r.replays} fresh replays: lost {r.lost}, "
+            f"duplicated {r.duplicated}, out of order {r.out_of_order}, altered {r.altered}, "
+            f"unexpected {r.unexpected}, incomplete {r.incomplete}; {r.catchup_events} events "
+            f"came in connection catch-ups")
+        lines.extend(f"    {e}" for e in r.errors)
+    if len(results) > 1:
+        base = results[0]
+
+        def ratio(a: float | None, b: float | None) -> str:
+            return f"{a / b:.2f}" if a is not None and b else "-"
+
+        def per(x: float, n: float) -> float | None:
+            return x / n if n else None
+
+        speed = ratio(per(main.window_versions, main.window * main.games),
+                      per(base.window_versions, base.window * base.games))
+        cpu = ratio(per(main.server_cpu, main.events), per(base.server_cpu, base.events))
+        each = ratio(per(main.events_per_s, main.spectators),
+                     per(base.events_per_s, base.spectators))
+        lines.append(
+            f"  ratio {main.label}/{base.label}: events/s "
+            f"{ratio(main.events_per_s, base.events_per_s)} with "
+            f"{ratio(main.spectators, base.spectators)}x the spectators; per spectator "
+            f"{each}; game speed {speed}; p99 "
+            f"{ratio(main.latency_ms(0.99), base.latency_ms(0.99))}; "
+            f"server CPU per delivered event {cpu}")
+    return lines

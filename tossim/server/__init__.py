@@ -1,0 +1,1 @@
+"""The thin FastAPI layer: authenticate, validate, forward; the engine decides."""

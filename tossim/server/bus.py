@@ -1,0 +1,124 @@
+"""Fan-out: in-process by default, Redis pub/sub when TOSSIM_REDIS_URL is set.
+
+Channels carry JSON-able dicts. Game channels carry the accepted commands of a
+game (every process keeps a mirror of the games it serves and applies them);
+command channels carry seat commands to the process that runs the game, and
+reply channels carry the answer back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+
+def game_channel(game_id: str) -> str:
+    return f"tossim:game:{game_id}"
+
+
+def command_channel(game_id: str) -> str:
+    return f"tossim:cmd:{game_id}"
+
+
+class Subscription(Protocol):
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
+    async def close(self) -> None: ...
+
+
+class Bus(Protocol):
+    kind: str
+
+    async def publish(self, channel: str, message: dict[str, Any]) -> None: ...
+    async def subscribe(self, channel: str) -> Subscription: ...
+    async def close(self) -> None: ...
+
+
+class _QueueSubscription:
+    def __init__(self, bus: MemoryBus, channel: str) -> None:
+        self.bus, self.channel = bus, channel
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                return
+            yield item
+
+    async def close(self) -> None:
+        subs = self.bus.subs.get(self.channel)
+        if subs is not None:
+            subs.discard(self)
+            if not subs:
+                del self.bus.subs[self.channel]
+        self.queue.put_nowait(None)
+
+
+class MemoryBus:
+    """One process: every subscriber gets its own queue."""
+
+    kind = "memory"
+
+    def __init__(self) -> None:
+        self.subs: dict[str, set[_QueueSubscription]] = {}
+
+    async def publish(self, channel: str, message: dict[str, Any]) -> None:
+        for sub in list(self.subs.get(channel, ())):
+            sub.queue.put_nowait(message)
+
+    async def subscribe(self, channel: str) -> Subscription:
+        sub = _QueueSubscription(self, channel)
+        self.subs.setdefault(channel, set()).add(sub)
+        return sub
+
+    async def close(self) -> None:
+        for subs in list(self.subs.values()):
+            for sub in list(subs):
+                await sub.close()
+
+
+class _RedisSubscription:
+    def __init__(self, pubsub: Any) -> None:
+        self.pubsub = pubsub
+
+    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        async for msg in self.pubsub.listen():
+            if msg.get("type") == "message":
+                yield json.loads(msg["data"])
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.pubsub.unsubscribe()
+            await self.pubsub.aclose()
+
+
+class RedisBus:
+    """Several processes: Redis pub/sub, one channel per game."""
+
+    kind = "redis"
+
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as redis
+
+        self.client = redis.from_url(url)
+
+    async def publish(self, channel: str, message: dict[str, Any]) -> None:
+        await self.client.publish(channel, json.dumps(message, separators=(",", ":")))
+
+    async def subscribe(self, channel: str) -> Subscription:
+        pubsub = self.client.pubsub()
+        await pubsub.subscribe(channel)
+        return _RedisSubscription(pubsub)
+
+    async def ping(self) -> bool:
+        return bool(await self.client.ping())
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def make_bus(redis_url: str | None) -> Bus:
+    return RedisBus(redis_url) if redis_url else MemoryBus()

@@ -1,0 +1,157 @@
+"""Mirrors: the read side of a live game, one per game per server process.
+
+A mirror is a replica of the engine state built from the store and then
+advanced only by the commands the game's actor has stored and published on the
+bus. Websockets read mirrors, never the actor's own game, so a viewer can only
+ever see what is already stored, and a process that does not run a game (a
+second server behind a load balancer) serves it exactly like the one that does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
+from tossim.server.bus import Bus, Subscription, command_channel, game_channel
+from tossim.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class GameMirror:
+    def __init__(self, game_id: str, store: Store, bus: Bus) -> None:
+        self.game_id = game_id
+        self.store = store
+        self.bus = bus
+        self.game: Game | None = None
+        self.seq = 0  # commands applied
+        self.deadline: float | None = None
+        self.published_at: float | None = None  # when the actor published the last batch
+        self.finished = False
+        self.users = 0
+        self.changed = asyncio.Event()
+        # (version, wall time it became visible): for delayed spectators
+        self.history: list[tuple[int, float]] = []
+        self._sub: Subscription | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        # Subscribe before loading, so nothing published in between is lost.
+        self._sub = await self.bus.subscribe(game_channel(self.game_id))
+        await self.reload()
+        self._task = asyncio.create_task(self._consume(), name=f"mirror-{self.game_id}")
+        if not self.finished:
+            # the phase deadline is not in the store: ask the game's actor for it
+            await self.bus.publish(command_channel(self.game_id), {"type": "sync"})
+
+    async def reload(self) -> None:
+        row = await self.store.get_game(self.game_id)
+        if row is None:
+            raise KeyError(self.game_id)
+        commands = await self.store.commands(self.game_id)
+        game = new_game(GameConfig.from_dict(row.config))
+        for _seq, _origin, data in commands:
+            apply(game, command_from_dict(data))
+        self.game = game
+        self.seq = len(commands)
+        self.finished = row.status == "finished" or game.ended
+        self._mark()
+
+    def _mark(self) -> None:
+        if self.game is not None:
+            self.history.append((self.game.version, time.time()))
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def _consume(self) -> None:
+        assert self._sub is not None
+        async for msg in self._sub:
+            try:
+                await self._on_message(msg)
+            except Exception:  # a bad message must not kill the mirror
+                log.exception("mirror %s: reloading after a bad message", self.game_id)
+                await self.reload()
+
+    async def _on_message(self, msg: dict[str, Any]) -> None:
+        if msg.get("type") == "ended":
+            self.finished = True
+            self._mark()
+            return
+        if msg.get("type") == "deadline":
+            if self.game is not None and msg.get("phase_seq") == self.game.phase_seq:
+                self.deadline = msg.get("deadline")
+                self._mark()
+            return
+        if msg.get("type") != "commands":
+            return
+        first = int(msg["first_seq"])
+        commands = msg["commands"]
+        if first > self.seq + 1:  # we missed a batch: the store has it
+            await self.reload()
+        else:
+            assert self.game is not None
+            for i, data in enumerate(commands):
+                if first + i <= self.seq:
+                    continue  # already loaded from the store
+                apply(self.game, command_from_dict(data))
+                self.seq = first + i
+        self.deadline = msg.get("deadline")
+        self.published_at = msg.get("t")
+        self._mark()
+
+    def version_at(self, when: float) -> int:
+        """The game's version as it stood at wall time `when` (delayed spectators)."""
+        version = 0
+        for v, t in self.history:
+            if t > when:
+                break
+            version = v
+        return version
+
+    async def wait_change(self, timeout: float | None = None) -> None:
+        event = self.changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self._sub is not None:
+            await self._sub.close()
+
+
+class MirrorHub:
+    """The mirrors of this process, shared by all the websockets of a game."""
+
+    def __init__(self, store: Store, bus: Bus) -> None:
+        self.store, self.bus = store, bus
+        self.mirrors: dict[str, GameMirror] = {}
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, game_id: str) -> GameMirror:
+        async with self._lock:
+            mirror = self.mirrors.get(game_id)
+            if mirror is None:
+                mirror = GameMirror(game_id, self.store, self.bus)
+                await mirror.start()
+                self.mirrors[game_id] = mirror
+            mirror.users += 1
+            return mirror
+
+    async def release(self, mirror: GameMirror) -> None:
+        async with self._lock:
+            mirror.users -= 1
+            if mirror.users <= 0 and self.mirrors.get(mirror.game_id) is mirror:
+                del self.mirrors[mirror.game_id]
+                await mirror.close()
+
+    async def close(self) -> None:
+        for mirror in list(self.mirrors.values()):
+            await mirror.close()
+        self.mirrors.clear()

@@ -1,0 +1,227 @@
+"""What the routes do, as plain async functions (the demo loop and the tests
+use them too): lobbies, joining, starting, summaries and replays."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
+from tossim.engine.modes import MODES, RULESET_VERSION
+from tossim.engine.view import (
+    OMNISCIENT_VIEWER,
+    PUBLIC_VIEWER,
+    Viewer,
+    project_event,
+    view,
+    visible_events,
+)
+from tossim.replay import LOG_FORMAT
+from tossim.server.runner import AI_BACKENDS, ActorHub
+from tossim.store import ConflictError, GameRow, SeatRow, Store
+
+MAX_NAME = 24
+
+
+class ServiceError(Exception):
+    """An error for the client. `loc` says which input a 422 is about (the
+    routes answer 422s in FastAPI's validation-error form, as the OpenAPI
+    schema declares them)."""
+
+    def __init__(self, status: int, detail: str,
+                 loc: tuple[str | int, ...] = ("body",)) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.loc = status, detail, loc
+
+
+class SeatSpec(BaseModel):
+    slot: int = Field(ge=1, le=15)
+    kind: Literal["human", "ai"] = "ai"
+    backend: str = "scripted"
+    model: str | None = None
+    persona: str | None = None
+    protocol: Literal["xml", "json"] = "xml"
+
+
+class LobbyIn(BaseModel):
+    mode: str = "classic"
+    players: int = Field(default=15, ge=7, le=15)
+    speed: Literal["standard", "fast", "paced"] = "standard"
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    seats: list[SeatSpec] = Field(default_factory=list, max_length=15)
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, v: str) -> str:
+        if v not in MODES:
+            raise ValueError(f"unknown mode {v!r}")
+        return v
+
+
+class JoinIn(BaseModel):
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    slot: int | None = Field(default=None, ge=1, le=15)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v or not v.isprintable() or "<" in v or ">" in v:
+            raise ValueError("a name is 1-24 printable characters without < or >")
+        return v
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def seat_out(s: SeatRow) -> dict[str, Any]:
+    return {"slot": s.slot, "name": s.name, "kind": s.kind, "claimed": s.claimed,
+            "backend": s.backend if s.kind == "ai" else None, "persona": s.persona}
+
+
+def lobby_out(row: GameRow) -> dict[str, Any]:
+    return {"id": row.id, "mode": row.config["mode"], "players": row.config["players"],
+            "speed": row.lobby.get("speed", "standard"), "status": row.status,
+            "demo": bool(row.lobby.get("demo")), "created_at": row.created_at.isoformat(),
+            "seats": [seat_out(s) for s in row.seats]}
+
+
+def all_ai(row: GameRow) -> bool:
+    return not any(s.kind == "human" and s.claimed for s in row.seats)
+
+
+async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False) -> GameRow:
+    slots = [s.slot for s in spec.seats]
+    if len(set(slots)) != len(slots) or any(s > spec.players for s in slots):
+        raise ServiceError(422, f"seat numbers must be unique and within 1-{spec.players}",
+                           ("body", "seats"))
+    humans = [s for s in spec.seats if s.kind == "human"]
+    if humans and spec.speed != "standard":
+        raise ServiceError(422, "fast and paced games are for AI seats only", ("body", "speed"))
+    for s in spec.seats:
+        if s.kind == "ai" and s.backend not in AI_BACKENDS:
+            raise ServiceError(422, f"AI backend {s.backend!r} is not available "
+                                    f"(available: {', '.join(AI_BACKENDS)})",
+                               ("body", "seats", "backend"))
+    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    config = GameConfig(mode=spec.mode, players=spec.players, seed=seed)
+    given = {s.slot: s for s in spec.seats}
+    seats = []
+    for slot in range(1, spec.players + 1):
+        s = given.get(slot) or SeatSpec(slot=slot)
+        seats.append(SeatRow(slot=slot, name=f"Player {slot}", kind=s.kind,
+                             backend=s.backend if s.kind == "ai" else None, model=s.model,
+                             persona=s.persona, protocol=s.protocol, token_hash=None,
+                             claimed=False))
+    game_id = uuid.uuid4().hex
+    lobby = {"speed": spec.speed, "demo": demo}
+    await store.create_game(game_id, config.to_dict(), lobby, seats)
+    row = await store.get_game(game_id)
+    assert row is not None
+    return row
+
+
+async def get_row(store: Store, game_id: str) -> GameRow:
+    row = await store.get_game(game_id) if len(game_id) <= 64 else None
+    if row is None:
+        raise ServiceError(404, "no such game")
+    return row
+
+
+async def join(store: Store, game_id: str, body: JoinIn) -> dict[str, Any]:
+    row = await get_row(store, game_id)
+    if row.status != "lobby":
+        raise ServiceError(409, "this game has already started")
+    if any(s.claimed and s.name.lower() == body.name.lower() for s in row.seats):
+        raise ServiceError(409, f"the name {body.name!r} is taken")
+    free = [s.slot for s in row.seats if s.kind == "human" and not s.claimed]
+    if body.slot is not None:
+        free = [s for s in free if s == body.slot]
+    if not free:
+        raise ServiceError(409, "no free human seat" + (f" {body.slot}" if body.slot else ""))
+    token = secrets.token_urlsafe(24)
+    if not await store.claim_seat(game_id, free[0], body.name, token_hash(token)):
+        raise ServiceError(409, "that seat was just taken")
+    return {"game_id": game_id, "slot": free[0], "token": token}
+
+
+async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
+    row = await get_row(store, game_id)
+    if row.status != "lobby":
+        raise ServiceError(409, "this game has already started")
+    names = []
+    for s in row.seats:
+        name = s.name if s.kind == "human" and s.claimed else f"Player {s.slot}"
+        names.append(name if name not in names else f"{name} ({s.slot})")
+    config = GameConfig.from_dict({**row.config, "names": names})
+    try:
+        await store.start_game(game_id, config.to_dict())
+    except ConflictError:
+        raise ServiceError(409, "this game has already started") from None
+    await actors.start_game(game_id)
+    return await get_row(store, game_id)
+
+
+async def rebuild(store: Store, game_id: str, row: GameRow) -> Game:
+    """The game's current state, from its config and command log (the truth)."""
+    game = new_game(GameConfig.from_dict(row.config))
+    for _seq, _origin, data in await store.commands(game_id):
+        apply(game, command_from_dict(data))
+    return game
+
+
+def privileged_allowed(row: GameRow) -> bool:
+    """Omniscient and player views are offered only where they cannot help a
+    living human: all-AI games and finished games."""
+    return row.status == "finished" or all_ai(row)
+
+
+def parse_viewer_param(text: str, players: int) -> Viewer:
+    if text in ("public", "omniscient"):
+        return PUBLIC_VIEWER if text == "public" else OMNISCIENT_VIEWER
+    if text.isdigit() and 1 <= int(text) <= players:
+        return Viewer.player(int(text))
+    raise ServiceError(422, "viewer is public, omniscient or a seat number",
+                       ("query", "viewer"))
+
+
+async def summary(store: Store, game_id: str) -> dict[str, Any]:
+    row = await get_row(store, game_id)
+    out = lobby_out(row)
+    out.update({"day": row.day, "phase": row.phase, "version": row.version,
+                "result": row.result, "winners": row.winners, "graveyard": []})
+    if row.status in ("live", "finished"):
+        game = await rebuild(store, game_id, row)
+        out["graveyard"] = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
+        out["names"] = [p.name for p in game.players]
+    return out
+
+
+async def replay(store: Store, game_id: str, viewer_text: str) -> dict[str, Any]:
+    row = await get_row(store, game_id)
+    if row.status == "lobby":
+        raise ServiceError(409, "this game has not started")
+    viewer = parse_viewer_param(viewer_text, row.config["players"])
+    if viewer.kind != "public" and not privileged_allowed(row):
+        raise ServiceError(403, "this view is offered once the game has finished")
+    game = await rebuild(store, game_id, row)
+    config = dict(row.config)
+    out: dict[str, Any] = {"format": LOG_FORMAT, "ruleset": row.ruleset or RULESET_VERSION,
+                           "viewer": viewer.label(), "status": row.status,
+                           "events": [project_event(e, viewer)
+                                      for e in visible_events(game, viewer)]}
+    if viewer.kind == "omniscient":
+        out["config"] = config
+        out["seed"] = config["seed"]
+        out["commands"] = list(game.commands)
+    else:
+        # the seed and the dealt roles would reveal hidden roles
+        out["config"] = {k: v for k, v in config.items() if k not in ("seed", "roles")}
+        out["seed"] = None
+        out["commands"] = []
+    return out

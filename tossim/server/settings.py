@@ -1,0 +1,32 @@
+"""Server settings, from the environment (prefix TOSSIM_) or the CLI."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TOSSIM_", extra="ignore")
+
+    database_url: str = "sqlite+aiosqlite:///./tossim.db"
+    redis_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Start a 15-seat all-AI match at once (and another when it ends).
+    demo: bool = False
+    # Seconds between AI decisions in "paced" games (the demo), so people can watch.
+    pace: float = 0.4
+    # An AI seat that has not answered within this many seconds abstains.
+    ai_deadline: float = 10.0
+    # Omniscient spectating of a live game with human seats, this many seconds late
+    # (None: refused until the game ends).
+    spectator_delay: float | None = None
+    # Resume live games found in the store at start-up. With several server
+    # processes on one database, exactly one should resume (the others serve).
+    resume: bool = True
+    # Websocket limits.
+    max_message_bytes: int = 8192
+    rate_limit_messages: int = 20
+    rate_limit_seconds: float = 5.0
+    # Phase lengths are multiplied by this (tests use small values).
+    time_scale: float = 1.0

@@ -1,0 +1,253 @@
+"""Websockets: authenticate, subscribe to the game's mirror, forward projected
+events; forward seat commands to the game's actor (in whichever process runs it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from tossim.engine.view import Viewer, view
+from tossim.server.bus import command_channel
+from tossim.server.mirror import GameMirror
+from tossim.server.service import (
+    ServiceError,
+    get_row,
+    parse_viewer_param,
+    privileged_allowed,
+    token_hash,
+)
+
+router = APIRouter()
+
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+REPLY_TIMEOUT = 5.0
+
+
+async def refuse(ws: WebSocket, code: int, reason: str) -> None:
+    """Close with one of our close codes. The socket is accepted first: a close
+    before the handshake is answered with a bare HTTP 403, and the client never
+    learns the code."""
+    await ws.accept()
+    await ws.close(code=code, reason=reason)
+
+
+@router.websocket("/ws/games/{game_id}")
+async def seat_socket(ws: WebSocket, game_id: str, token: str = "", since: int = 0) -> None:
+    store = ws.app.state.store
+    seat = await store.seat_for_token(game_id, token_hash(token)) if token else None
+    if seat is None:
+        await refuse(ws, CLOSE_UNAUTHORIZED, "unknown seat token")
+        return
+    await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
+                     since=since).run()
+
+
+@router.websocket("/ws/games/{game_id}/watch")
+async def watch_socket(ws: WebSocket, game_id: str, viewer: str = "public",
+                       since: int = 0) -> None:
+    store = ws.app.state.store
+    settings = ws.app.state.settings
+    try:
+        row = await get_row(store, game_id)
+        who = parse_viewer_param(viewer, row.config["players"])
+    except ServiceError as exc:
+        code = CLOSE_NOT_FOUND if exc.status == 404 else CLOSE_FORBIDDEN
+        await refuse(ws, code, exc.detail)
+        return
+    if row.status == "lobby":
+        await refuse(ws, CLOSE_NOT_FOUND, "this game has not started")
+        return
+    delay = 0.0
+    if who.kind != "public" and not privileged_allowed(row):
+        if settings.spectator_delay is None:
+            await refuse(ws, CLOSE_FORBIDDEN,
+                         "this view is offered for all-AI or finished games")
+            return
+        delay = float(settings.spectator_delay)
+    await Connection(ws, game_id, who, delay=delay, since=since).run()
+
+
+class Connection:
+    """One websocket: a sender that follows the mirror and a receiver for the
+    client's messages, sharing the last version this client has."""
+
+    def __init__(self, ws: WebSocket, game_id: str, viewer: Viewer, *,
+                 seat_slot: int | None = None, delay: float = 0.0, since: int = 0) -> None:
+        self.ws = ws
+        self.game_id = game_id
+        self.viewer = viewer
+        self.slot = seat_slot
+        self.delay = delay
+        # the last version this client has: a reconnecting client passes it in
+        # the URL (?since=v), so the first push is exactly the missing tail
+        self.sent = max(0, since)
+        self.sent_deadline: float | None = None
+        self.wake = asyncio.Event()
+        self.send_lock = asyncio.Lock()
+        settings = ws.app.state.settings
+        self.max_bytes = settings.max_message_bytes
+        self.rate_n = settings.rate_limit_messages
+        self.rate_window = settings.rate_limit_seconds
+        self.recent: list[float] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        async with self.send_lock:
+            await self.ws.send_text(json.dumps(message, separators=(",", ":")))
+
+    async def run(self) -> None:
+        await self.ws.accept()
+        hub = self.ws.app.state.mirrors
+        try:
+            mirror = await hub.acquire(self.game_id)
+        except KeyError:
+            await self.ws.close(code=CLOSE_NOT_FOUND, reason="no such game")
+            return
+        try:
+            assert mirror.game is not None
+            await self.send({"type": "hello", "game_id": self.game_id,
+                             "viewer": self.viewer.label(), "version": mirror.game.version})
+            sender = asyncio.create_task(self._follow(mirror))
+            try:
+                await self._receive(mirror)
+            finally:
+                sender.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await sender
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await hub.release(mirror)
+
+    # ---- server -> client ---------------------------------------------------------------
+    async def _follow(self, mirror: GameMirror) -> None:
+        first = True
+        assert mirror.game is not None
+        self.sent = min(self.sent, mirror.game.version)
+        while True:
+            # taken before the state is read, so that a change while the push
+            # below is being sent still wakes this loop
+            change = mirror.changed
+            game = mirror.game
+            assert game is not None
+            cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
+            # push new events, and a new phase deadline even without events
+            if first or cap > self.sent or (
+                    not self.delay and mirror.deadline != self.sent_deadline):
+                first = False
+                await self._push(mirror, cap)
+            waits = {asyncio.create_task(change.wait()), asyncio.create_task(self.wake.wait())}
+            await asyncio.wait(waits, timeout=1.0 if self.delay else None,
+                               return_when=asyncio.FIRST_COMPLETED)
+            for t in waits:
+                t.cancel()
+            self.wake.clear()
+
+    async def _push(self, mirror: GameMirror, cap: int) -> None:
+        game = mirror.game
+        assert game is not None
+        v = view(game, self.viewer, since=self.sent)
+        events = [e for e in v.events if e["v"] <= cap]
+        message: dict[str, Any] = {"type": "events", "version": cap, "events": events,
+                                   "published_at": mirror.published_at}
+        if not self.delay:  # a delayed spectator must not see the present state
+            message["state"] = {
+                "day": v.day, "phase": v.phase, "phase_seq": v.phase_seq,
+                "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
+                "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
+                "result": v.result, "winners": v.winners}
+        self.sent = cap
+        self.sent_deadline = mirror.deadline
+        await self.send(message)
+
+    # ---- client -> server ---------------------------------------------------------------
+    async def _receive(self, mirror: GameMirror) -> None:
+        while True:
+            frame = await self.ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(frame.get("code", 1000), frame.get("reason"))
+            text = frame.get("text")
+            version = mirror.game.version if mirror.game else 0
+            problem = self._too_much(text if text is not None else frame.get("bytes") or b"")
+            if problem is None and text is None:
+                problem = "messages are JSON text, not binary frames"
+            if problem:
+                await self.send({"type": "error", "version": version, "error": problem})
+                continue
+            assert text is not None
+            try:
+                msg = json.loads(text)
+            except (ValueError, RecursionError):  # bad JSON, too deep, too many digits
+                await self.send({"type": "error", "version": version,
+                                 "error": "malformed JSON"})
+                continue
+            if not isinstance(msg, dict):
+                await self.send({"type": "error", "version": version,
+                                 "error": "a message is a JSON object with a type"})
+                continue
+            kind = msg.get("type")
+            if kind == "ping":
+                await self.send({"type": "pong", "version": version})
+            elif kind == "resume":
+                since = msg.get("since")
+                if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+                    await self.send({"type": "error", "version": version,
+                                     "error": "resume needs since: a version number"})
+                    continue
+                self.sent = min(since, version)
+                self.wake.set()
+            elif kind == "command":
+                await self._command(msg.get("command"), version)
+            else:
+                await self.send({"type": "error", "version": version,
+                                 "error": f"unknown message type {kind!r}"})
+
+    def _too_much(self, data: str | bytes) -> str | None:
+        size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "replace"))
+        if size > self.max_bytes:
+            return f"message over {self.max_bytes} bytes"
+        now = time.monotonic()
+        self.recent = [t for t in self.recent if now - t < self.rate_window]
+        if len(self.recent) >= self.rate_n:
+            return (f"too many messages: at most {self.rate_n} in "
+                    f"{self.rate_window:g} seconds")
+        self.recent.append(now)
+        return None
+
+    async def _command(self, command: Any, version: int) -> None:
+        if self.slot is None:
+            await self.send({"type": "error", "version": version,
+                             "error": "spectators cannot send commands"})
+            return
+        if not isinstance(command, dict) or "actor" in command:
+            await self.send({"type": "error", "version": version,
+                             "error": "command must be an object without actor"})
+            return
+        bus = self.ws.app.state.bus
+        reply_to = f"tossim:reply:{uuid.uuid4().hex}"
+        sub = await bus.subscribe(reply_to)
+        try:
+            await bus.publish(command_channel(self.game_id), {
+                "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to})
+            reply = await asyncio.wait_for(_first(sub), REPLY_TIMEOUT)
+        except TimeoutError:
+            reply = {"ok": False, "error": "the game did not answer (is it running?)"}
+        finally:
+            await sub.close()
+        if not reply.get("ok"):
+            await self.send({"type": "error", "version": version, "error": reply.get("error"),
+                             "fault": reply.get("fault"),
+                             "candidates": reply.get("candidates", [])})
+
+
+async def _first(sub: Any) -> dict[str, Any]:
+    async for msg in sub:
+        return dict(msg)
+    return {"ok": False, "error": "no reply"}
