@@ -78,6 +78,7 @@ def test_bench_engine_prints_its_figures() -> None:
     assert result.exit_code == 0, result.output
     assert "games/s" in result.output and "events/s" in result.output
     assert "ratio full/baseline" in result.output
+    assert "results: " in result.output
 
 
 def test_roles_doc_is_generated_from_the_registry() -> None:

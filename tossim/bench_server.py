@@ -5,20 +5,32 @@ creates all-AI lobbies over HTTP and starts them, connects websocket
 spectators spread over the games (public, omniscient and player points of
 view) from this one asyncio process, and measures what they receive:
 
-- events and messages delivered per second (summed over spectators);
+- events and messages delivered per second (summed over spectators) in the
+  measuring window: for fast games from the first start until every spectator
+  has seen its game end; for paced games a steady window (`duration`, 30 s by
+  default) that opens once every spectator is connected;
 - delivery latency: receive time minus the message's `published_at` (the
   actor's `time.time()` when it published the batch; one machine, one clock).
   The first events message of a connection is a catch-up of what happened
-  before it connected and is not counted in the latency;
+  before it connected and is not counted. A message's `published_at` is its
+  newest batch's, so each event's latency from its own batch is also given
+  (`event_latencies`, a lower bound);
 - correctness: every spectator's event versions strictly increase, and its
   events equal those of a fresh `GET /api/games/{id}/replay?viewer=...` for the
   same viewer up to the last version it was sent (no event lost, duplicated,
   altered or leaked);
-- the server process's CPU seconds, from /proc/<pid>/stat.
+- the server process's CPU seconds, from /proc/<pid>/stat (psutil is not a
+  dependency), and the whole machine's, from /proc/stat: on a shared machine
+  the figures are only as good as its quiet.
+
+The load generator runs with its garbage collector off (it keeps every event
+it receives, and full collections paused it for up to 0.5 s, which showed as
+delivery latency). With TOSSIM_BENCH_PROFILE=FILE the server runs under
+cProfile and writes its stats to FILE when it stops.
 
 It is bounded: a fixed number of games and spectators, a measuring window
 capped by `duration`, timeouts on every other step, and it stops the server
-before returning. It prints nothing; the CLI formats the result.
+before returning. It prints nothing; `report_lines` formats results.
 """
 
 from __future__ import annotations
@@ -97,7 +109,7 @@ class BenchResult:
     viewers: dict[str, int]
     events: int  # events delivered, summed over spectators
     messages: int  # websocket messages received, summed over spectators
-    catchup_events: int  # of `events`, those in each connection's first (catch-up) message
+    catchup_events: int  # events in each connection's first (catch-up) message, in all
     setup: float = 0.0  # seconds from the first start to the last spectator's hello
     connect_times: list[float] = field(repr=False, default_factory=list)  # handshake to hello
     # each event's latency from its own batch's publish time (a lower bound; see
@@ -520,29 +532,31 @@ async def _run(cfg: BenchConfig, server: ServerProcess, db: str) -> BenchResult:
                 tasks.append(asyncio.create_task(_spectate(
                     ws_base, s, shared, gate, cfg.compression)))
 
-        async with asyncio.timeout(SETUP_TIMEOUT):
-            await asyncio.gather(*(start(g) for g in range(len(game_ids))))
-        started = time.monotonic() - t0
-        if from_start:
-            left = cfg.cap - (time.monotonic() - t0)
-            await _first_of(shared.all_connected, timeout=left)
-            setup = time.monotonic() - t0
-            capped = not await _first_of(shared.all_done, timeout=left)
-        else:
-            await _first_of(shared.all_connected, timeout=SETUP_TIMEOUT - started)
-            setup = time.monotonic() - t0
-            cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
-            mach0 = machine_cpu()
-            versions0 = _versions(specs)
-            shared.counting = True
-            capped = not await _first_of(shared.all_done, timeout=cfg.cap)
-        shared.counting = False
-        window = time.monotonic() - t0
-        cpu1, self1, mach1 = server.cpu(), self_cpu_seconds(), machine_cpu()
-        versions1 = _versions(specs)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            async with asyncio.timeout(SETUP_TIMEOUT):
+                await asyncio.gather(*(start(g) for g in range(len(game_ids))))
+            started = time.monotonic() - t0
+            if from_start:
+                await _first_of(shared.all_connected, timeout=cfg.cap - started)
+                setup = time.monotonic() - t0
+                capped = not await _first_of(shared.all_done,
+                                             timeout=cfg.cap - (time.monotonic() - t0))
+            else:
+                await _first_of(shared.all_connected, timeout=SETUP_TIMEOUT - started)
+                setup = time.monotonic() - t0
+                cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
+                mach0 = machine_cpu()
+                versions0 = _versions(specs)
+                shared.counting = True
+                capped = not await _first_of(shared.all_done, timeout=cfg.cap)
+            shared.counting = False
+            window = time.monotonic() - t0
+            cpu1, self1, mach1 = server.cpu(), self_cpu_seconds(), machine_cpu()
+            versions1 = _versions(specs)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         result = BenchResult(
             label=cfg.label, games=cfg.games, spectators=cfg.spectators, speed=cfg.speed,

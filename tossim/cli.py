@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -177,12 +178,17 @@ def bench_engine(
     configs = [GameConfig(players=players, seed=seed + i) for i in range(games)]
     logs: list[tuple[GameConfig, list[dict[str, Any]]]] = []
     events = 0
+    results: Counter[str] = Counter()
     gc.collect()
     t0 = time.perf_counter()
     for c in configs:
         game = play_match(c).game
         events += len(game.events)
         logs.append((c, game.commands))  # keep the logs, not the games
+        results[game.result or "unfinished"] += 1
+        for w in game.winners:
+            if game.player(w).spec.win in ("jester", "executioner"):
+                results[f"co-win {game.player(w).original_role}->{game.player(w).role}"] += 1
     full = time.perf_counter() - t0
     gc.collect()
     t0 = time.perf_counter()
@@ -198,6 +204,7 @@ def bench_engine(
     typer.echo(f"  ratio full/baseline: {base / full:.2f}  "
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
+    typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
 
 
 @bench_app.command("server")

@@ -156,6 +156,11 @@ class GameActor:
                 # a new mirror (in any process) asks for what the store lacks
                 await self._publish_deadline()
                 continue
+            if self.deterministic:  # fast and paced games have no human seats to serve
+                if msg.get("reply_to"):
+                    await self.bus.publish(msg["reply_to"], {
+                        "ok": False, "error": "this game takes no seat commands"})
+                continue
             await self.queue.put(msg)
 
     async def _publish_deadline(self) -> None:
