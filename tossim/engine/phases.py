@@ -92,8 +92,19 @@ def cast_vote(game: Game, voter: int, target: int | None) -> None:
     key = "vote.cast" if before is None else "vote.changed"
     emit(game, key, PUBLIC, data={"voter": voter, "target": target},
          voter=game.name(voter), target=game.name(target))
-    tally = sum(weight(game, v) for v, t in game.votes.items() if t == target)
-    if tally >= votes_needed(game):
+    trial_if_majority(game, target)
+
+
+def tally(game: Game) -> dict[int, int]:
+    """Weighted votes per target (a revealed Mayor counts 3)."""
+    out: dict[int, int] = {}
+    for voter, target in game.votes.items():
+        out[target] = out.get(target, 0) + weight(game, voter)
+    return out
+
+
+def trial_if_majority(game: Game, target: int) -> None:
+    if tally(game).get(target, 0) >= votes_needed(game):
         start_trial(game, target)
 
 

@@ -50,7 +50,7 @@ def deal(config: GameConfig, rng: random.Random) -> list[str]:
     if not mode.min_players <= config.players <= mode.max_players:
         raise ConfigError(f"{mode.name} needs {mode.min_players}-{mode.max_players} players, "
                           f"not {config.players}")
-    keys = [s for s in mode.slots[: config.players]]
+    keys = list(mode.slots[: config.players])
     for i, slot in enumerate(keys):
         if slot == TOWN_KILLING:
             keys[i] = rng.choice(["veteran", "vigilante"])
@@ -229,10 +229,7 @@ def _day_action(game: Game, cmd: DayAction) -> None:
         emit(game, "mayor.reveal", PUBLIC, data={"player": p.slot, "role": "Mayor"},
              name=p.name)
         if game.phase is Phase.VOTING and game.votes.get(p.slot) is not None:
-            target = game.votes[p.slot]
-            tally = sum(phases.weight(game, v) for v, t in game.votes.items() if t == target)
-            if tally >= phases.votes_needed(game):
-                phases.start_trial(game, target)
+            phases.trial_if_majority(game, game.votes[p.slot])
     elif cmd.ability == "jail":
         game.jail_choice = cmd.target
         if cmd.target is None:

@@ -6,7 +6,6 @@ after a lynch, as the rules reference (A6) says. There is no parity win.
 
 from __future__ import annotations
 
-from tossim.engine.roles import Faction
 from tossim.engine.state import Game, Player
 
 # Sides that win by eliminating every opposing side (A6). Neutral Evil roles
@@ -44,7 +43,7 @@ def check(game: Game) -> str | None:
         return next(iter(alive_sides))
     if not alive_sides:
         return "draw"
-    if game.config and game.flags.stalemate_table and len(living) == 2:
+    if game.flags.stalemate_table and len(living) == 2:
         entry = STALEMATES.get(frozenset(p.role for p in living))
         if entry is not None:
             return entry[0]
@@ -70,7 +69,3 @@ def describe(game: Game, result: str) -> str:
         return "The game ended in a draw."
     label = {"town": "The Town", "mafia": "The Mafia", "serial_killer": "The Serial Killer"}
     return f"{label[result]} won."
-
-
-def is_town(p: Player) -> bool:
-    return p.faction is Faction.TOWN

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tossim.engine import phases
 from tossim.engine.events import Event
 from tossim.engine.legal import LegalAction, legal_actions
 from tossim.engine.roles import ROLES, Faction
@@ -77,10 +78,6 @@ def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
     slot = viewer.slot
     return [e for e in game.events[since:]
             if e.audience.kind == "public" or slot in e.audience.players]
-
-
-def role_known(game: Game, viewer: Viewer, p: Player) -> bool:
-    return _role_filter(game, viewer)(p)
 
 
 def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
@@ -172,11 +169,8 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
         actions = legal_actions(game, viewer.slot)
     trial: dict[str, Any] = {"trials_today": game.trials, "accused": game.accused}
     if game.phase is Phase.VOTING:
-        tally: dict[int, int] = {}
-        for voter, target in game.votes.items():
-            tally[target] = tally.get(target, 0) + (3 if game.player(voter).revealed else 1)
-        trial["votes"] = {str(k): v for k, v in sorted(tally.items())}
-        trial["needed"] = len(game.living()) // 2 + 1
+        trial["votes"] = {str(k): v for k, v in sorted(phases.tally(game).items())}
+        trial["needed"] = phases.votes_needed(game)
     return View(
         viewer=viewer.label(), version=game.version, day=game.day, phase=game.phase.value,
         phase_seq=game.phase_seq, roster=roster, events=events, legal=actions, you=you,

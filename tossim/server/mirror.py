@@ -16,7 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
+from tossim.engine import Game, GameConfig, apply, command_from_dict
+from tossim.replay import rerun
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.store import Store
 
@@ -54,9 +55,7 @@ class GameMirror:
         if row is None:
             raise KeyError(self.game_id)
         commands = await self.store.commands(self.game_id)
-        game = new_game(GameConfig.from_dict(row.config))
-        for _seq, _origin, data in commands:
-            apply(game, command_from_dict(data))
+        game = rerun(GameConfig.from_dict(row.config), [c for _, _, c in commands])
         self.game = game
         self.seq = len(commands)
         self.finished = row.status == "finished" or game.ended

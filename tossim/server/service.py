@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
+from tossim.engine import Game, GameConfig
 from tossim.engine.modes import MODES, RULESET_VERSION
 from tossim.engine.view import (
     OMNISCIENT_VIEWER,
@@ -20,7 +20,7 @@ from tossim.engine.view import (
     view,
     visible_events,
 )
-from tossim.replay import LOG_FORMAT
+from tossim.replay import LOG_FORMAT, rerun
 from tossim.server.runner import AI_BACKENDS, ActorHub
 from tossim.store import ConflictError, GameRow, SeatRow, Store
 
@@ -169,10 +169,8 @@ async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
 
 async def rebuild(store: Store, game_id: str, row: GameRow) -> Game:
     """The game's current state, from its config and command log (the truth)."""
-    game = new_game(GameConfig.from_dict(row.config))
-    for _seq, _origin, data in await store.commands(game_id):
-        apply(game, command_from_dict(data))
-    return game
+    commands = await store.commands(game_id)
+    return rerun(GameConfig.from_dict(row.config), [c for _, _, c in commands])
 
 
 def privileged_allowed(row: GameRow) -> bool:
