@@ -61,11 +61,32 @@ def play(
     save: Path | None = typer.Option(None, help="Write the game log (config, seed, "
                                                 "commands, events) to this file."),
     quiet: bool = typer.Option(False, help="Print no transcript."),
+    ai: str = typer.Option("scripted", help="Who plays: scripted bots, or model seats on a "
+                                            "backend: local (bundled SmolLM2 on the CPU), "
+                                            "vllm, openai."),
+    model: str | None = typer.Option(None, help="Model folder (default: the bundled model; "
+                                                "openai: its tokenizer folder)."),
+    url: str | None = typer.Option(None, help="openai: the server's base URL."),
+    protocol: str = typer.Option("xml", help="Model seats' action format: xml or json."),
+    model_seats: int | None = typer.Option(None, help="How many seats (1..N) the model "
+                                                      "plays; the rest are scripted."),
+    metrics: Path | None = typer.Option(None, help="Write the model seats' metrics and the "
+                                                   "day summaries (JSON) to this file."),
 ) -> None:
-    """Play one all-AI match with scripted bots and print it as a transcript."""
-    from tossim.agents.match import play_match
+    """Play one all-AI match and print it as a transcript."""
+    config = GameConfig(mode=mode, players=players, seed=seed)
+    if ai == "scripted":
+        from tossim.agents.match import play_match
 
-    result = play_match(GameConfig(mode=mode, players=players, seed=seed))
+        result = play_match(config)
+    else:
+        match = _model_match(config, ai, model, url, protocol, model_seats)
+        result = match.result
+        if metrics is not None:
+            metrics.write_text(json.dumps({
+                "result": result.result, "days": result.days,
+                "seconds": round(match.seconds, 1), "summaries": result.summaries,
+                **match.metrics()}, indent=1, sort_keys=True) + "\n")
     game = result.game
     if not quiet:
         try:
@@ -80,6 +101,33 @@ def play(
         replay_mod.save(game, save)
     if as_json:
         typer.echo(json.dumps(summary(game, result.faults), sort_keys=True))
+
+
+def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None,
+                 protocol: str, model_seats: int | None) -> Any:
+    """Play a match with model seats, printing one progress line per phase."""
+    import asyncio
+
+    from tossim.agents.loop import LoopConfig
+    from tossim.agents.model_match import play_model_match
+    from tossim.inference.base import BackendUnavailable
+    from tossim.inference.registry import make_backend
+
+    try:
+        backend = make_backend(ai, model=model, url=url)
+    except BackendUnavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ai") from None
+    started = time.perf_counter()
+
+    def progress(day: int, phase: str) -> None:
+        st = backend.stats
+        typer.echo(f"[{time.perf_counter() - started:7.1f} s] day {day} {phase}: "
+                   f"{st.requests} requests, {st.generated_tokens} tokens generated", err=True)
+
+    seats = range(1, (model_seats or config.players) + 1)
+    return asyncio.run(play_model_match(config, backend, model_seats=seats,
+                                        loop_config=LoopConfig(protocol=protocol),
+                                        on_phase=progress))
 
 
 @app.command()
@@ -205,6 +253,70 @@ def bench_engine(
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
+
+
+@bench_app.command("agents")
+def bench_agents(
+    ai: str = typer.Option("local", help="Backend: local (bundled SmolLM2 on the CPU), vllm, "
+                                         "openai."),
+    model: str | None = typer.Option(None, help="Model folder (default: the bundled model)."),
+    url: str | None = typer.Option(None, help="openai: the server's base URL."),
+    players: int = typer.Option(15, help="Players (all model seats)."),
+    days: int = typer.Option(1, help="Play this many days (and their nights)."),
+    seed: int = typer.Option(1, help="Game seed."),
+    protocol: str = typer.Option("xml", help="xml or json."),
+    baseline: bool = typer.Option(True, help="Also play the same days one request at a "
+                                             "time (no batching) and print the ratio."),
+) -> None:
+    """Model seats playing a match: actions/s, malformed-action rate, faults by
+    kind, tool calls, tokens per turn, backend prefill/decode time."""
+    import asyncio
+
+    from tossim.agents.loop import LoopConfig
+    from tossim.agents.model_match import play_model_match
+    from tossim.inference.base import BackendUnavailable
+    from tossim.inference.registry import make_backend
+
+    def once(max_batch: int) -> tuple[Any, Any, Any]:
+        try:
+            backend = make_backend(ai, model=model, url=url)
+        except BackendUnavailable as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ai") from None
+        backend.max_batch = max_batch
+        match = asyncio.run(play_model_match(GameConfig(players=players, seed=seed), backend,
+                                             loop_config=LoopConfig(protocol=protocol),
+                                             max_days=days))
+        return match, backend.stats, backend
+
+    def report(label: str, match: Any, stats: Any) -> float:
+        t = match.total()
+        turns = max(t.turns, 1)
+        rate = t.turns / match.seconds
+        typer.echo(f"  {label}: {t.turns} actions in {match.seconds:.1f} s = {rate:.3f} "
+                   f"actions/s; generated {stats.generated_tokens / max(stats.seconds, 1e-9):.1f}"
+                   f" tokens/s; largest batch {stats.largest_batch}")
+        typer.echo(f"    malformed {t.malformed / turns:.1%} ({t.malformed}), forced waits "
+                   f"{t.forced}, engine rejections {sum(match.result.faults.values())}, "
+                   f"truncated segments {t.truncated}")
+        typer.echo("    faults by kind: " + (", ".join(f"{k} {v}" for k, v in
+                                                      sorted(t.faults.items())) or "none"))
+        typer.echo(f"    per turn: tool calls {t.tool_calls / turns:.2f}, prompt tokens "
+                   f"{t.prompt_tokens / turns:.0f}, generated {t.generated_tokens / turns:.1f},"
+                   f" prefix-cache hits {t.cached_tokens / max(stats.prompt_tokens, 1):.0%} of "
+                   f"prompt tokens sent")
+        typer.echo(f"    backend: prefill {stats.prefill_seconds:.1f} s, decode "
+                   f"{stats.decode_seconds:.1f} s over {stats.decode_steps} steps")
+        typer.echo("    actions: " + ", ".join(f"{k} {v}" for k, v in sorted(t.actions.items())))
+        return rate
+
+    typer.echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, "
+               f"{days} day(s)")
+    match, stats, backend = once(backend_batch := 16)
+    rate = report(f"batched (up to {backend_batch})", match, stats)
+    if baseline:
+        base_match, base_stats, _ = once(1)
+        base_rate = report("baseline (one request at a time)", base_match, base_stats)
+        typer.echo(f"  ratio batched/baseline: {rate / max(base_rate, 1e-9):.2f}")
 
 
 @bench_app.command("server")

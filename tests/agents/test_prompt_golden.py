@@ -48,7 +48,10 @@ def test_prompt_structure() -> None:
     assert system.index("## Tools") < system.index("## Action format") \
         < system.index("## Who you are") < system.index("## Your style")
     assert "You are Player 7, the Investigator" in system
-    assert turn.startswith("Day 3 · Voting\n")
+    # stable parts first (prefix cache), the phase and the actions last
+    assert turn.index("**Earlier days:**") < turn.index("**Player Roster:**") \
+        < turn.index("**Today's Live Chat:**") < turn.index("**Public Event Log**") \
+        < turn.index("**Now: Day 3 · Voting.** Available now:")
     for line in ("- Player 3 [DEAD] - Role: Doctor", "- Player 7 (you) - Role: Investigator",
                  '- Player 4: "I\'m the real Doctor! I healed Player 1 last night. '
                  "Player 3's will is probably fake.\"",

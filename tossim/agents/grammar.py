@@ -11,6 +11,7 @@ unbounded (`*`, `+`): the loop's max_tokens is the length bound.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,22 +114,196 @@ def _alt(options: Sequence[str]) -> str:
     return "(?:" + "|".join(re.escape(o) for o in ordered) + ")"
 
 
-def choice_regex(c: Choice) -> str:
-    body = {"text": NONEMPTY, "free": FREE, "none": ""}.get(c.arg)
-    if body is None:
-        one = _alt(c.options)
-        body = f"{one} and {one}" if c.arg == "names2" else one
-    open_tag = f"<{c.tag}>"
-    if c.attr_options:
-        open_tag = f'<{c.tag} to="{_alt(c.attr_options)}">'
-    return f"{open_tag}{body}</{c.tag}>"
+# ---- segments as parts: one description gives the regex and the completion ---------
+# JSON string contents: no quote, backslash or control character unless escaped
+JSTR = r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*'
+JNONEMPTY = (r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])'
+             r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*')
+PROTOCOL_TEXT = {"xml": (FREE, NONEMPTY), "json": (JSTR, JNONEMPTY)}
+
+
+@dataclass(frozen=True)
+class Part:
+    """A literal, a choice among option strings, or free text."""
+
+    kind: str  # lit | opt | text
+    value: str = ""
+    options: tuple[str, ...] = ()
+    nonempty: bool = False
+
+
+def _lit(value: str) -> Part:
+    return Part("lit", value)
+
+
+def _jq(text: str) -> str:
+    """`text` as the inside of a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def thought_parts(protocol: str = "xml") -> list[Part]:
+    """The opening of every segment: the model's private reasoning."""
+    if protocol == "json":
+        return [_lit('{"thought": "'), Part("text"), _lit('", ')]
+    return [_lit("<thinking>"), Part("text"), _lit("</thinking>"), Part("opt", options=("\n", ""))]
+
+
+def choice_parts(c: Choice, protocol: str = "xml") -> list[Part]:
+    """One tag (XML) or one action object's tail (JSON, after the thought)."""
+    if protocol == "json":
+        return _json_parts(c)
+    if c.arg == "none":
+        return [_lit(f"<{c.tag}></{c.tag}>")]
+    head = ([_lit(f'<{c.tag} to="'), Part("opt", options=c.attr_options), _lit('">')]
+            if c.attr_options else [_lit(f"<{c.tag}>")])
+    if c.arg in ("text", "free"):
+        body = [Part("text", nonempty=c.arg == "text")]
+    elif c.arg == "names2":
+        body = [Part("opt", options=c.options), _lit(" and "), Part("opt", options=c.options)]
+    else:
+        body = [Part("opt", options=c.options)]
+    return head + body + [_lit(f"</{c.tag}>")]
+
+
+def _json_parts(c: Choice) -> list[Part]:
+    head = _lit(f'"action": "{c.tag}", "args": {{')
+    if c.kind == "tool":
+        if c.arg == "none":
+            return [_lit(f'"action": "{c.tag}", "args": {{}}}}')]
+        key = TOOLS[c.tag].arg
+        if key == "day" and c.arg == "options":
+            return [_lit(f'{head.value}"{key}": '), Part("opt", options=c.options), _lit("}}")]
+        val = (Part("text") if c.arg == "free"
+               else Part("opt", options=tuple(_jq(o) for o in c.options)))
+        return [_lit(f'{head.value}"{key}": "'), val, _lit('"}}')]
+    if c.arg == "none":
+        return [_lit(f'"action": "{c.tag}", "args": {{}}}}')]
+    names = tuple(_jq(o) for o in c.options)
+    if c.tag == "whisper":
+        return [_lit(f'{head.value}"target": "'), Part("opt", options=tuple(
+            _jq(o) for o in c.attr_options)), _lit('", "text": "'), Part("text", nonempty=True),
+            _lit('"}}')]
+    if c.arg in ("text", "free"):
+        return [_lit(f'{head.value}"text": "'), Part("text", nonempty=c.arg == "text"),
+                _lit('"}}')]
+    if c.tag == "judge":
+        return [_lit(f'{head.value}"verdict": "'), Part("opt", options=c.options), _lit('"}}')]
+    if c.tag == "night":
+        if c.arg == "names2":
+            return [_lit(f'{head.value}"targets": ["'), Part("opt", options=names),
+                    _lit('", "'), Part("opt", options=names), _lit('"]}}')]
+        return [_lit(f'{head.value}"targets": ["'), Part("opt", options=names), _lit('"]}}')]
+    return [_lit(f'{head.value}"target": "'), Part("opt", options=names), _lit('"}}')]
+
+
+def parts_regex(parts: Sequence[Part], protocol: str = "xml") -> str:
+    free, nonempty = PROTOCOL_TEXT[protocol]
+    out = []
+    for p in parts:
+        if p.kind == "lit":
+            out.append(re.escape(p.value))
+        elif p.kind == "opt":
+            out.append(_alt(p.options))
+        else:
+            out.append(nonempty if p.nonempty else free)
+    return "".join(out)
+
+
+def choice_regex(c: Choice, protocol: str = "xml") -> str:
+    return parts_regex(choice_parts(c, protocol), protocol)
 
 
 def turn_regex(legal: Sequence[LegalAction], names: Mapping[int, str],
-               tools: Sequence[str] | ToolOptions = (), allow_tools: bool = True) -> str:
-    """`<thinking>FREE</thinking>` then exactly one allowed tag."""
-    alts = "|".join(choice_regex(c) for c in turn_choices(legal, names, tools, allow_tools))
-    return f"<thinking>{FREE}</thinking>{SEP}(?:{alts})"
+               tools: Sequence[str] | ToolOptions = (), allow_tools: bool = True,
+               think: bool = True, protocol: str = "xml") -> str:
+    """One segment: `<thinking>FREE</thinking>` then exactly one allowed tag
+    (JSON: `{"thought": "…", "action": …, "args": …}`). `think=False` gives
+    only what follows the thought (the loop closed a thought cut off by
+    `max_tokens` itself)."""
+    alts = "|".join(choice_regex(c, protocol)
+                    for c in turn_choices(legal, names, tools, allow_tools))
+    head = parts_regex(thought_parts(protocol), protocol) if think else ""
+    return f"{head}(?:{alts})"
+
+
+@dataclass(frozen=True)
+class Walk:
+    """How a partial segment relates to a list of parts."""
+
+    complete: bool  # the parts are fully matched by text[:consumed]
+    consumed: int
+    suffix: str  # what completes the partial text (when not complete)
+    in_text: bool  # the partial text ends inside a free-text part
+    text_start: int = 0  # where that free text starts
+
+
+def _text_end(s: str, i: int, protocol: str) -> tuple[int, bool]:
+    """Where free text starting at s[i] ends (index of its terminator) and
+    whether the text is cut in the middle of a JSON escape."""
+    if protocol == "xml":
+        j = s.find("<", i)
+        return (len(s) if j < 0 else j), False
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\":
+            if i + 1 >= len(s):
+                return len(s), True
+            i += 2
+            continue
+        if ch == '"':
+            return i, False
+        i += 1
+    return len(s), False
+
+
+def walk(parts: Sequence[Part], s: str, protocol: str = "xml", i: int = 0) -> Walk | None:
+    """Match `s[i:]` against `parts`. None: `s` does not fit. Otherwise either
+    the parts are complete (`consumed` chars) or `s` ends inside them and
+    `suffix` is the shortest way to finish (first fitting option, "..." for an
+    empty text that must not be empty)."""
+    if not parts:
+        return Walk(True, i, "", False)
+    p, rest = parts[0], parts[1:]
+    tail = s[i:]
+    if p.kind == "lit":
+        if tail.startswith(p.value):
+            return walk(rest, s, protocol, i + len(p.value))
+        if p.value.startswith(tail):
+            return Walk(False, len(s), p.value[len(tail):] + _finish(rest, protocol), False)
+        return None
+    if p.kind == "opt":
+        for o in sorted(p.options, key=len, reverse=True):
+            if tail.startswith(o):
+                w = walk(rest, s, protocol, i + len(o))
+                if w is not None:
+                    return w
+        for o in p.options:
+            if o.startswith(tail) and o != tail:
+                return Walk(False, len(s), o[len(tail):] + _finish(rest, protocol), False)
+        return None
+    end, in_escape = _text_end(s, i, protocol)
+    body = s[i:end]
+    if end < len(s):  # the text was closed by its terminator
+        if p.nonempty and (not body or body[0].isspace()):
+            return None
+        return walk(rest, s, protocol, end)
+    fill = "n" if in_escape else ""
+    if p.nonempty and not body:
+        fill = "..."
+    return Walk(False, len(s), fill + _finish(rest, protocol), True, i)
+
+
+def _finish(parts: Sequence[Part], protocol: str) -> str:
+    """The shortest text matching `parts` from their start."""
+    out = []
+    for p in parts:
+        if p.kind == "lit":
+            out.append(p.value)
+        elif p.kind == "opt":
+            out.append(min(p.options, key=len) if "" in p.options else p.options[0])
+        elif p.nonempty:
+            out.append("...")
+    return "".join(out)
 
 
 def _arg_schema(c: Choice) -> dict[str, Any]:

@@ -106,6 +106,46 @@ def seats_to_ask(game: Game) -> list[int]:
     return [p.slot for p in players if p.alive]
 
 
+def apply_seat_commands(game: Game, slot: int, cmds: list[Command], faults: dict[int, int],
+                        reasons: dict[int, list[str]], *, checked: bool,
+                        before: BeforeHook | None = None,
+                        after: AfterHook | None = None) -> None:
+    """Apply one seat's commands in order; a rejected one is counted as a fault
+    and skipped; what is left when the phase changes is dropped."""
+    seq = game.phase_seq
+    for cmd in cmds:
+        if game.phase_seq != seq or game.ended:
+            return  # what is left was meant for the phase that just ended
+        problem = seat_command_problem(slot, cmd, checked=checked)
+        if problem is not None:
+            faults[slot] += 1
+            reasons.setdefault(slot, []).append(problem)
+            continue
+        if before is not None:
+            before(game, cmd)
+        try:
+            events = apply(game, cmd)
+        except IllegalCommand as exc:
+            faults[slot] += 1
+            reasons.setdefault(slot, []).append(exc.reason)
+            if after is not None:
+                after(game, cmd, None)
+            continue
+        if after is not None:
+            after(game, cmd, events)
+
+
+def end_phase(game: Game, before: BeforeHook | None = None,
+              after: AfterHook | None = None) -> None:
+    """The phase's timer runs out."""
+    timeout = PhaseTimeout(game.phase_seq)
+    if before is not None:
+        before(game, timeout)
+    events = apply(game, timeout)
+    if after is not None:
+        after(game, timeout, events)
+
+
 def play_match(
     config: GameConfig,
     seats: dict[int, Seat] | None = None,
@@ -132,35 +172,13 @@ def play_match(
             views += 1
             seen[slot] = obs.version
             seat = table[slot]
-            for cmd in seat.decide(obs):
-                problem = seat_command_problem(slot, cmd, checked=not isinstance(seat, ScriptedBot))
-                if problem is not None:
-                    faults[slot] += 1
-                    reasons.setdefault(slot, []).append(problem)
-                    continue
-                if before is not None:
-                    before(game, cmd)
-                try:
-                    events = apply(game, cmd)
-                except IllegalCommand as exc:
-                    faults[slot] += 1
-                    reasons.setdefault(slot, []).append(exc.reason)
-                    if after is not None:
-                        after(game, cmd, None)
-                    continue
-                if after is not None:
-                    after(game, cmd, events)
-                if game.phase_seq != seq:
-                    break  # what is left was meant for the phase that just ended
+            apply_seat_commands(game, slot, seat.decide(obs), faults, reasons,
+                                checked=not isinstance(seat, ScriptedBot), before=before,
+                                after=after)
             if game.phase_seq != seq:
                 break
         if game.phase_seq != seq or game.ended:
             continue  # a trial started: the new phase gets its own round
-        timeout = PhaseTimeout(game.phase_seq)
-        if before is not None:
-            before(game, timeout)
-        events = apply(game, timeout)
-        if after is not None:
-            after(game, timeout, events)
+        end_phase(game, before, after)
     return MatchResult(game=game, faults=faults, days=game.day, winners=game.winners,
                        result=game.result, views=views, fault_reasons=reasons)

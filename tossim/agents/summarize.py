@@ -4,16 +4,21 @@
 public discussion (claims, accusations, votes), built from the seat's public
 events of that day, escaped. `fallback_summary(memory, day)` is the
 deterministic, extractive summary used when no model is available.
+`write_summary(backend, memory, day)` has a model write it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from tossim.agents.escape import escape_text, quote
 from tossim.agents.memory import SeatMemory
 from tossim.agents.prompting import render_template
+from tossim.inference.base import Backend, GenerationRequest
+
+log = logging.getLogger(__name__)
 
 OUTCOME_KEYS = ("dawn.death", "dawn.role", "dawn.revived", "trial.start", "judge.lynch",
                 "judge.pardon", "lynch.death", "mayor.reveal", "trial.limit")
@@ -74,3 +79,42 @@ def fallback_summary(memory: SeatMemory, day: int, max_sentences: int = 12) -> s
                    + ", ".join(voters) + ".")
     out.extend(parts)
     return " ".join(out) if out else "Nothing notable happened."
+
+
+SUMMARY_SYSTEM = ("You write short, factual summaries of a Town of Salem day for its "
+                  "players. Plain sentences, no lists, no tags.")
+# a summary: printable text without '<' (it is shown in prompts and to spectators)
+SUMMARY_REGEX = r"[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
+
+
+async def write_summary(backend: Backend, memory: SeatMemory, day: int,
+                        max_tokens: int = 96, seed: int = 0) -> str:
+    """A model-written summary of Day `day` from a public viewer's memory, cut
+    at a sentence or word boundary when the model runs out of tokens; the
+    extractive fallback when it writes nothing usable or the backend fails."""
+    tok = backend.tokenizer
+    messages = [{"role": "system", "content": SUMMARY_SYSTEM},
+                {"role": "user", "content": summary_prompt(memory, day)}]
+    try:
+        res = await backend.generate_one(GenerationRequest(
+            tuple(tok.chat_prompt(messages)), max_tokens, regex=SUMMARY_REGEX, seed=seed,
+            temperature=0.3))
+    except Exception:  # a summary is never worth losing the game over
+        log.exception("summary of day %d failed; using the extractive one", day)
+        return fallback_summary(memory, day)
+    text = " ".join(res.text.split())
+    if res.finish_reason == "length":
+        text = trim_summary(text)
+    if len(text) < 12:
+        return fallback_summary(memory, day)
+    return text
+
+
+def trim_summary(text: str) -> str:
+    """Cut unfinished text at its last sentence end, else its last word."""
+    end = max(text.rfind(". "), text.rfind("! "), text.rfind("? "))
+    if text.endswith((".", "!", "?")):
+        return text
+    if end > len(text) // 3:
+        return text[:end + 1]
+    return text.rsplit(" ", 1)[0] + " …" if " " in text else text

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tossim import __version__
+from tossim.inference.registry import unavailable_reason
 from tossim.server import service
 from tossim.server.bus import make_bus
 from tossim.server.mirror import MirrorHub
@@ -31,6 +32,21 @@ WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 DEMO_PAUSE = 15.0  # seconds between the end of a demo game and the next
 
 
+def demo_lobby(settings: Settings) -> service.LobbyIn:
+    """The demo match: paced, 15 seats, the first `demo_model_seats` played by
+    the demo backend (the bundled model) when it can run here, else all scripted."""
+    backend = settings.demo_backend
+    if backend != "scripted":
+        why = unavailable_reason(backend, settings.openai_url)
+        if why is not None:
+            log.warning("demo: backend %s is not available (%s); scripted seats play", backend,
+                        why)
+            backend = "scripted"
+    seats = [service.SeatSpec(slot=slot, backend=backend)
+             for slot in range(1, min(settings.demo_model_seats, 15) + 1)]
+    return service.LobbyIn(players=15, speed="paced", seats=seats)
+
+
 async def demo_loop(app: FastAPI) -> None:
     """Keep one paced 15-seat all-AI match running."""
     state = app.state
@@ -42,8 +58,8 @@ async def demo_loop(app: FastAPI) -> None:
                 actor = candidate
                 break
         if actor is None:
-            row = await service.create_lobby(
-                state.store, service.LobbyIn(players=15, speed="paced"), demo=True)
+            row = await service.create_lobby(state.store, demo_lobby(state.settings),
+                                             demo=True, settings=state.settings)
             await service.start(state.store, state.actors, row.id)
             actor = state.actors.actors.get(row.id)
             log.info("demo game %s started", row.id)

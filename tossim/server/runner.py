@@ -26,8 +26,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tossim.agents.llm_seat import LLMSeat
+from tossim.agents.loop import LoopConfig, ToolLoop
 from tossim.agents.match import seat_command_problem, seats_to_ask
+from tossim.agents.memory import SeatMemory
+from tossim.agents.personas import PERSONAS, persona_for
 from tossim.agents.scripted import ScriptedBot
+from tossim.agents.summarize import fallback_summary, write_summary
 from tossim.engine import (
     Command,
     Event,
@@ -44,6 +49,10 @@ from tossim.engine import (
     view,
 )
 from tossim.engine.modes import DURATIONS
+from tossim.engine.state import Phase
+from tossim.engine.view import PUBLIC_VIEWER
+from tossim.inference.base import Backend
+from tossim.inference.registry import MODEL_BACKENDS, shared_backend
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.server.settings import Settings
 from tossim.store import Store
@@ -51,7 +60,7 @@ from tossim.store import Store
 log = logging.getLogger(__name__)
 
 SPEEDS = ("standard", "fast", "paced")
-AI_BACKENDS = ("scripted",)
+AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
 
 
 class AISeat(Protocol):
@@ -69,11 +78,24 @@ class ScriptedSeat:
         return self.bot.decide(obs)
 
 
-def make_ai_seat(spec: dict[str, Any], slot: int, seed: int) -> AISeat:
+def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
+                 summaries: dict[int, str] | None = None,
+                 settings: Settings | None = None) -> AISeat:
+    """The seat for a lobby's seat spec: a scripted bot, or a model seat on a
+    backend shared by the whole process (the model is loaded once)."""
     backend = spec.get("backend") or "scripted"
-    if backend != "scripted":
+    if backend == "scripted":
+        return ScriptedSeat(slot, seed)
+    if backend not in MODEL_BACKENDS:
         raise ValueError(f"AI backend {backend!r} is not available in this server")
-    return ScriptedSeat(slot, seed)
+    s = settings or Settings()
+    model = spec.get("model") or s.model
+    engine = shared_backend(backend, model, s.openai_url)
+    name = spec.get("persona")
+    persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
+    protocol = str(spec.get("protocol") or "xml")
+    return LLMSeat(slot, ToolLoop(engine, LoopConfig(protocol=protocol)), persona=persona,
+                   summaries=summaries, key=f"{game_id}:{slot}", seed=seed * 100 + slot)
 
 
 @dataclass
@@ -102,10 +124,14 @@ class GameActor:
         self.speed = lobby.get("speed", "standard")
         seats = {int(s["slot"]): s for s in lobby.get("seats", [])}
         self.ai: dict[int, AISeat] = {}
+        # day -> summary of its public discussion (shown to model seats and spectators)
+        self.summaries: dict[int, str] = {}
         for slot in range(1, config.players + 1):
             spec = seats.get(slot, {"kind": "ai", "backend": "scripted"})
             if spec.get("kind", "ai") == "ai" or not spec.get("claimed", True):
-                self.ai[slot] = make_ai_seat(spec, slot, config.seed)
+                self.ai[slot] = make_ai_seat(spec, slot, config.seed, game_id=game_id,
+                                             summaries=self.summaries, settings=settings)
+        self.models = {slot for slot, seat in self.ai.items() if isinstance(seat, LLMSeat)}
         self.game: Game = new_game(config)
         self.seen = dict.fromkeys(self.ai, 0)
         self.metrics = {slot: SeatMetrics() for slot in self.ai}
@@ -122,6 +148,12 @@ class GameActor:
 
     @property
     def deterministic(self) -> bool:
+        """Fast and paced games without model seats re-simulate exactly on
+        resume; a model's output is not reproduced, so those resume from the log."""
+        return self.speed in ("fast", "paced") and not self.models
+
+    @property
+    def flat_out(self) -> bool:
         return self.speed in ("fast", "paced")
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -136,6 +168,8 @@ class GameActor:
         else:
             for _seq, _origin, data in self.stored:
                 apply(self.game, command_from_dict(data))
+        self.summaries.update(await self.store.summaries(self.game_id))
+        self._summarized = set(self.summaries)
         self._sub = await self.bus.subscribe(command_channel(self.game_id))
         self._sub_task = asyncio.create_task(self._listen(), name=f"cmds-{self.game_id}")
         self.task = asyncio.create_task(self._main(), name=f"actor-{self.game_id}")
@@ -156,7 +190,7 @@ class GameActor:
                 # a new mirror (in any process) asks for what the store lacks
                 await self._publish_deadline()
                 continue
-            if self.deterministic:  # fast and paced games have no human seats to serve
+            if self.flat_out:  # fast and paced games have no human seats to serve
                 if msg.get("reply_to"):
                     await self.bus.publish(msg["reply_to"], {
                         "ok": False, "error": "this game takes no seat commands"})
@@ -170,7 +204,7 @@ class GameActor:
 
     async def _main(self) -> None:
         try:
-            if self.deterministic:
+            if self.flat_out:
                 await self._run_fast()
             else:
                 await self._run_realtime()
@@ -220,6 +254,8 @@ class GameActor:
             "commands": [c for _, _, c in commands], "version": self.game.version,
             "deadline": self.deadline, "phase_seq": self.game.phase_seq, "t": time.time(),
         })
+        if not self.replaying:
+            await self._summarize_ended_days()
 
     @property
     def replaying(self) -> bool:
@@ -232,8 +268,10 @@ class GameActor:
         m = self.metrics[slot]
         m.decisions += 1
         started = time.perf_counter()
+        deadline = (self.settings.model_deadline if slot in self.models
+                    else self.settings.ai_deadline)
         try:
-            return await asyncio.wait_for(self.ai[slot].decide(obs), self.settings.ai_deadline)
+            return await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
         except TimeoutError:
             m.timeouts += 1
             log.warning("game %s: AI seat %d did not answer in time; it abstains",
@@ -266,15 +304,23 @@ class GameActor:
         game = self.game
         while not game.ended:
             seq = game.phase_seq
-            for slot in seats_to_ask(game):
-                if slot not in self.ai:
-                    continue
-                self._apply_seat_commands(slot, await self._decide(slot))
+            asked = [slot for slot in seats_to_ask(game) if slot in self.ai]
+            early: dict[int, asyncio.Task[list[Command]]] = {}
+            if self.models.intersection(asked):
+                # model seats think at the same time (one batch for the backend);
+                # their answers are applied in seat order like everyone else's
+                early = {slot: asyncio.create_task(self._decide(slot))
+                         for slot in asked if slot in self.models}
+            for slot in asked:
+                cmds = await (early.pop(slot) if slot in early else self._decide(slot))
+                self._apply_seat_commands(slot, cmds)
                 await self._flush()
                 if pace and not self.replaying:
                     await asyncio.sleep(pace)
                 if game.phase_seq != seq or game.ended:
                     break
+            for task in early.values():
+                task.cancel()
             if game.phase_seq == seq and not game.ended:
                 self._apply(PhaseTimeout(seq), "timer")
                 await self._flush()
@@ -347,7 +393,38 @@ class GameActor:
 
     async def _save_metrics(self) -> None:
         for slot, m in self.metrics.items():
-            await self.store.save_metrics(self.game_id, slot, m.to_dict())
+            data = m.to_dict()
+            seat = self.ai.get(slot)
+            if isinstance(seat, LLMSeat):
+                data["agent"] = seat.metrics_dict()
+            await self.store.save_metrics(self.game_id, slot, data)
+
+    # ---- day summaries --------------------------------------------------------------------
+    def _summary_backend(self) -> Backend | None:
+        for slot in sorted(self.models):
+            seat = self.ai[slot]
+            if isinstance(seat, LLMSeat):
+                return seat.loop.backend
+        return None
+
+    async def _summarize_ended_days(self) -> None:
+        """Once a day is over (night fell, or the game ended), summarise its
+        public discussion once: by the game's model if it has model seats,
+        else extractively; store it and tell spectators."""
+        game = self.game
+        day = game.day
+        if not (game.phase is Phase.NIGHT or game.ended) or day in self._summarized:
+            return
+        self._summarized.add(day)
+        memory = SeatMemory(0)
+        memory.update(view(game, PUBLIC_VIEWER))
+        backend = self._summary_backend()
+        text = (await write_summary(backend, memory, day, seed=game.config.seed + day)
+                if backend is not None else fallback_summary(memory, day))
+        self.summaries[day] = text
+        await self.store.add_summary(self.game_id, day, text)
+        await self.bus.publish(game_channel(self.game_id), {
+            "type": "summary", "day": day, "text": text, "version": game.version})
 
 
 class ActorHub:

@@ -20,8 +20,10 @@ from tossim.engine.view import (
     view,
     visible_events,
 )
+from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
 from tossim.server.runner import AI_BACKENDS, ActorHub
+from tossim.server.settings import Settings
 from tossim.store import ConflictError, GameRow, SeatRow, Store
 
 MAX_NAME = 24
@@ -95,7 +97,8 @@ def all_ai(row: GameRow) -> bool:
     return not any(s.kind == "human" and s.claimed for s in row.seats)
 
 
-async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False) -> GameRow:
+async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
+                       settings: Settings | None = None) -> GameRow:
     slots = [s.slot for s in spec.seats]
     if len(set(slots)) != len(slots) or any(s > spec.players for s in slots):
         raise ServiceError(422, f"seat numbers must be unique and within 1-{spec.players}",
@@ -108,6 +111,14 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False) -> Ga
             raise ServiceError(422, f"AI backend {s.backend!r} is not available "
                                     f"(available: {', '.join(AI_BACKENDS)})",
                                ("body", "seats", "backend"))
+        if s.kind == "ai" and s.backend != "scripted":
+            why = unavailable_reason(s.backend, settings.openai_url if settings else None)
+            if why is not None:
+                raise ServiceError(422, f"AI backend {s.backend!r} is not available on this "
+                                        f"server: {why}", ("body", "seats", "backend"))
+        if s.model is not None:
+            raise ServiceError(422, "the server's configuration chooses the model; "
+                                    "leave `model` out", ("body", "seats", "model"))
     seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
     config = GameConfig(mode=spec.mode, players=spec.players, seed=seed)
     given = {s.slot: s for s in spec.seats}
@@ -197,6 +208,8 @@ async def summary(store: Store, game_id: str) -> dict[str, Any]:
         game = await rebuild(store, game_id, row)
         out["graveyard"] = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
         out["names"] = [p.name for p in game.players]
+    # AI-written summaries of the public discussion of each finished day
+    out["summaries"] = [{"day": d, "text": t} for d, t in await store.summaries(game_id)]
     return out
 
 

@@ -18,6 +18,16 @@ class Settings(BaseSettings):
     pace: float = 0.4
     # An AI seat that has not answered within this many seconds abstains.
     ai_deadline: float = 10.0
+    # The same for model seats (a turn of the bundled model on a CPU takes a while).
+    model_deadline: float = 600.0
+    # Model seats: the model folder (default: the bundled SmolLM2) and, for the
+    # openai backend, the server's base URL.
+    model: str | None = None
+    openai_url: str | None = None
+    # Who plays the demo match: a model backend (local: the bundled model) or
+    # scripted; `demo_model_seats` seats are the model's, the rest scripted.
+    demo_backend: str = "local"
+    demo_model_seats: int = 15
     # Omniscient spectating of a live game with human seats, this many seconds late
     # (None: refused until the game ends).
     spectator_delay: float | None = None

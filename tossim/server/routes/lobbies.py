@@ -15,7 +15,8 @@ router = APIRouter(prefix="/api/lobbies", tags=["lobbies"])
 @router.post("", status_code=201)
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend."""
-    row = await call(service.create_lobby(request.app.state.store, spec))
+    row = await call(service.create_lobby(request.app.state.store, spec,
+                                         settings=request.app.state.settings))
     return service.lobby_out(row)
 
 

@@ -1,0 +1,59 @@
+"""Model seats in the server: a fast all-model game (the local backend with a
+tiny random model) finishes, every command it stored re-runs, its day
+summaries are stored and shown in the game summary, and each seat's agent
+metrics (turns, tokens, faults, tool calls) are stored with the game."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tossim.engine import GameConfig
+from tossim.replay import rerun
+
+from .support import ServerFactory, create_game, is_finished, wait_game
+
+pytest.importorskip("torch")
+pytest.importorskip("outlines_core")
+
+
+async def test_model_seats_play_a_fast_game(server_factory: ServerFactory,
+                                            tiny_model_dir: Path) -> None:
+    server = await server_factory(model=str(tiny_model_dir))
+    c = server.client
+    seats = [{"slot": s, "backend": "local"} for s in range(1, 8)]
+    game_id = await create_game(c, players=7, speed="fast", seed=31, seats=seats)
+    summary = await wait_game(c, game_id, is_finished, timeout=600)
+    assert summary["result"] is not None
+    days = [s["day"] for s in summary["summaries"]]
+    assert days and days == sorted(days) and days[0] == 1
+    assert all(s["text"].strip() for s in summary["summaries"])
+
+    store = server.app.state.store
+    stored = await store.commands(game_id)
+    game = rerun(GameConfig(players=7, seed=31), [data for _, _, data in stored])
+    assert game.ended and game.result == summary["result"]
+    origins = {origin for _, origin, _ in stored}
+    assert {f"ai:{s}" for s in range(1, 8)} & origins
+
+    metrics = await store.metrics(game_id)
+    assert set(metrics) == set(range(1, 8))
+    for slot, m in metrics.items():
+        assert m["faults"] == 0, (slot, m)  # the engine took every command
+        agent = m["agent"]
+        assert agent["turns"] >= 2 and agent["malformed"] == 0 and agent["forced"] == 0
+        assert agent["generated_tokens"] > 0 and agent["prompt_tokens"] > 0
+    assert sum(m["agent"]["tool_calls"] for m in metrics.values()) > 0
+
+
+async def test_lobby_refuses_a_model_path_and_unknown_backends(
+        server_factory: ServerFactory) -> None:
+    server = await server_factory()
+    c = server.client
+    r = await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "backend": "local", "model": "/etc"}]})
+    assert r.status_code == 422 and "model" in r.text
+    r = await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "backend": "gpt-9"}]})
+    assert r.status_code == 422 and "gpt-9" in r.text

@@ -1,0 +1,75 @@
+"""A whole match with model seats: the backend, the seats, their summaries and
+metrics wired together (used by `tossim play --ai`, `tossim bench agents` and
+the model tests)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tossim.agents.async_match import AsyncMatchResult, AsyncSeat, play_match_async
+from tossim.agents.llm_seat import AgentMetrics, LLMSeat
+from tossim.agents.loop import LoopConfig, ToolLoop
+from tossim.agents.memory import SeatMemory
+from tossim.agents.personas import persona_for
+from tossim.agents.summarize import write_summary
+from tossim.engine.state import Game, GameConfig
+from tossim.inference.base import Backend
+
+# a match is "discussion" heavy: one round of speeches, then a second round in
+# which players can answer what was said
+DEFAULT_ROUNDS = {"discussion": 2}
+
+
+@dataclass
+class ModelMatch:
+    result: AsyncMatchResult
+    seats: dict[int, LLMSeat]
+    seconds: float
+
+    def total(self) -> AgentMetrics:
+        out = AgentMetrics()
+        for s in self.seats.values():
+            out.merge(s.metrics)
+        return out
+
+    def metrics(self) -> dict[str, Any]:
+        """Per-seat metrics (engine faults included) and totals, as stored."""
+        per_seat = {}
+        for slot, seat in sorted(self.seats.items()):
+            d = seat.metrics_dict()
+            d["engine_faults"] = self.result.faults.get(slot, 0)
+            d["errors"] = self.result.errors.get(slot, 0)
+            per_seat[str(slot)] = d
+        return {"seats": per_seat, "total": self.total().to_dict()}
+
+
+async def play_model_match(config: GameConfig, backend: Backend, *,
+                           model_seats: Iterable[int] | None = None,
+                           loop_config: LoopConfig | None = None,
+                           rounds: dict[str, int] | None = None,
+                           max_days: int = 60, summaries_by_model: bool = True,
+                           on_phase: Callable[[int, str], None] | None = None,
+                           until: Callable[[Game], bool] | None = None) -> ModelMatch:
+    loop = ToolLoop(backend, loop_config)
+    book: dict[int, str] = {}
+    slots = list(model_seats) if model_seats is not None else range(1, config.players + 1)
+    seats = {s: LLMSeat(s, loop, persona=persona_for(s, config.seed), summaries=book,
+                        key=f"match{config.seed}:{s}", seed=config.seed * 100 + s)
+             for s in slots}
+
+    async def summarize(memory: SeatMemory, day: int) -> str:
+        return await write_summary(backend, memory, day, seed=config.seed + day)
+
+    start = getattr(backend, "start", None)
+    if start is not None:  # e.g. the openai backend's structured-output self-test
+        await start()
+    started = time.perf_counter()
+    table: dict[int, AsyncSeat] = dict(seats)
+    result = await play_match_async(
+        config, table, max_days=max_days,
+        rounds=DEFAULT_ROUNDS if rounds is None else rounds, summaries=book,
+        summarize=summarize if summaries_by_model else None, on_phase=on_phase, until=until)
+    return ModelMatch(result, seats, time.perf_counter() - started)

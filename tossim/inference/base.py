@@ -1,0 +1,187 @@
+"""The one interface every model backend implements.
+
+An AI seat's context is a list of token IDs that the tool loop only ever
+appends to (prompt, generated segment, observation, next segment ...), so a
+backend sees the whole context in every request and a backend with a prefix
+cache (vLLM, or the local backend's own cache) re-uses everything but the tail.
+Requests carry their own guided-decoding constraint (a regex for the XML
+protocol, a JSON schema for the JSON protocol), stop strings, a token budget
+and a seed; `generate` takes a batch so a backend can decode the seats that are
+waiting together.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    prompt_ids: tuple[int, ...]
+    max_tokens: int
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    temperature: float = 0.7
+    # requests with the same key share a prefix (one seat of one game)
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    token_ids: tuple[int, ...]
+    text: str
+    # "stop": the constraint was complete, EOS or a stop string; "length": max_tokens
+    finish_reason: str
+    prompt_tokens: int
+    cached_tokens: int = 0
+    seconds: float = 0.0
+
+
+class Tokenizer(Protocol):
+    """Text <-> token IDs as the backend's model sees them."""
+
+    def encode(self, text: str) -> list[int]:
+        """Token IDs of `text`, no special tokens added."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def chat_prompt(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        """The model's chat template applied to `messages`, ending with the
+        assistant turn's opening (what the model continues from)."""
+        ...
+
+
+class HFTokenizer:
+    """A transformers tokenizer (used by the local and vLLM backends, and by
+    the OpenAI backend when the model's tokenizer is available locally)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.hf = tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.hf.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.hf.decode(list(ids), skip_special_tokens=True))
+
+    def chat_prompt(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        text = self.hf.apply_chat_template(list(messages), tokenize=False,
+                                           add_generation_prompt=True)
+        return self.encode(text)
+
+    @property
+    def eos_token_id(self) -> int | None:
+        eos = self.hf.eos_token_id
+        return None if eos is None else int(eos)
+
+
+@dataclass
+class BackendStats:
+    requests: int = 0
+    batches: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    seconds: float = 0.0
+    largest_batch: int = 0
+    # filled in by backends that can tell (the local one)
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    decode_steps: int = 0
+
+    def add(self, results: Sequence[GenerationResult], seconds: float) -> None:
+        self.requests += len(results)
+        self.batches += 1
+        self.largest_batch = max(self.largest_batch, len(results))
+        self.seconds += seconds
+        for r in results:
+            self.prompt_tokens += r.prompt_tokens
+            self.cached_tokens += r.cached_tokens
+            self.generated_tokens += len(r.token_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "batches": self.batches,
+                "largest_batch": self.largest_batch, "prompt_tokens": self.prompt_tokens,
+                "cached_tokens": self.cached_tokens, "generated_tokens": self.generated_tokens,
+                "seconds": round(self.seconds, 3),
+                "prefill_seconds": round(self.prefill_seconds, 3),
+                "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps}
+
+
+class Backend(abc.ABC):
+    """A model behind the tool loop. Subclasses implement `_generate_batch`
+    (blocking or async); `generate` collects the requests of seats that ask at
+    about the same time into one batch (up to `max_batch`)."""
+
+    name: str = "backend"
+    tokenizer: Tokenizer
+    max_batch: int = 16
+    # how long the first request of a batch waits for others (seconds)
+    batch_window: float = 0.005
+
+    def __init__(self) -> None:
+        self.stats = BackendStats()
+        self._waiting: list[tuple[GenerationRequest, asyncio.Future[GenerationResult]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    @abc.abstractmethod
+    async def _generate_batch(
+            self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Generate for every request (same order)."""
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Results for `requests`, batched with whatever else is waiting."""
+        loop = asyncio.get_running_loop()
+        futures = []
+        for r in requests:
+            fut: asyncio.Future[GenerationResult] = loop.create_future()
+            self._waiting.append((r, fut))
+            futures.append(fut)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return list(await asyncio.gather(*futures))
+
+    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        return (await self.generate([request]))[0]
+
+    async def _flush(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await asyncio.sleep(self.batch_window)
+            while self._waiting:
+                batch, self._waiting = (self._waiting[:self.max_batch],
+                                        self._waiting[self.max_batch:])
+                started = time.perf_counter()
+                try:
+                    results = await self._generate_batch([r for r, _ in batch])
+                except Exception as exc:  # every waiting seat learns about it
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                self.stats.add(results, time.perf_counter() - started)
+                for (_, fut), res in zip(batch, results, strict=True):
+                    if not fut.done():
+                        fut.set_result(res)
+                # seats that asked while this batch ran form the next one
+                await asyncio.sleep(0)
+
+    async def start(self) -> None:  # noqa: B027 - most backends are ready once built
+        """Get ready before the first game (load, connect, self-test)."""
+
+    async def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
+        """Release the model (and any worker threads)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run here (missing package, model file or server)."""
