@@ -329,7 +329,104 @@ function homePage() {
 
 // ---- shared game-page plumbing ------------------------------------------------------
 
+/**
+ * The "Earlier days" panel of a game page: GET /api/games/{id} (its
+ * `summaries`, one per finished day) when the page opens, then again only
+ * when the game's day or phase changes (night falls, dawn, the end), when the
+ * socket reports the game over, or on a {"type": "summary"} message should the
+ * server ever forward its bus message to sockets (it does not today).
+ * At most one request is in flight; changes meanwhile ask for one more after it.
+ *
+ * The server writes a day's summary just after night falls (a model may take a
+ * while), so a fetch at nightfall can come too early. Then, and only then, it
+ * asks again a few times (SUMMARY_RETRY_MS) until the summary is there or the phase
+ * changes; the game's end has no later phase change to wait for. No timer
+ * otherwise.
+ *
+ * Only days the page has seen end are shown (a delayed spectator stream may
+ * still be in a day the server has already summarised).
+ */
+const SUMMARY_RETRY_MS = [2000, 10000, 30000];
+
+function followSummaries(gameId, view) {
+  const path = `/api/games/${encodeURIComponent(gameId)}`;
+  let all = [];
+  let at = null; // {day, phase} the page shows; null until the first message
+  let busy = false;
+  let again = false;
+  let stopped = false;
+  let retryTimer = null;
+  let retries = 0;
+
+  const dayOver = () => at && (at.phase === "night" || at.phase === "ended");
+  const shown = (s) => at && (Number(s.day) < at.day || (Number(s.day) === at.day && dayOver()));
+  const show = () => view.setSummaries(all.filter(shown));
+  const maybeRetry = () => {
+    clearTimeout(retryTimer);
+    const missing = dayOver() && !all.some((s) => Number(s.day) === at.day);
+    if (missing && retries < SUMMARY_RETRY_MS.length) {
+      retryTimer = setTimeout(refresh, SUMMARY_RETRY_MS[retries++]);
+    }
+  };
+
+  async function refresh() {
+    if (stopped) return;
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    clearTimeout(retryTimer);
+    try {
+      const game = await getJSON(path);
+      if (!stopped) {
+        all = game && Array.isArray(game.summaries) ? game.summaries : [];
+        show();
+      }
+    } catch {
+      // keep what is shown; asked again below or at the next phase change
+    } finally {
+      busy = false;
+      if (stopped) {
+        // the page is gone
+      } else if (again) {
+        again = false;
+        refresh();
+      } else {
+        maybeRetry();
+      }
+    }
+  }
+
+  refresh();
+  return {
+    refresh,
+    /** The page moved to (day, phase). */
+    phase(day, phase) {
+      const first = at === null;
+      at = { day: Number(day) || 0, phase };
+      retries = 0;
+      show();
+      if (!first) refresh(); // the first one is the page opening: fetched already
+      else if (!busy) maybeRetry();
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(retryTimer);
+    },
+  };
+}
+
 function connectGame(path, view, extra = {}) {
+  const summaries = extra.summaries || null;
+  let phaseKey = "";
+  const notePhase = (day, phase) => {
+    if (!phase) return;
+    const key = `${day}|${phase}`;
+    if (key === phaseKey) return;
+    phaseKey = key;
+    if (summaries) summaries.phase(day, phase);
+  };
   const socket = new GameSocket(path, {
     onHello: (msg) => extra.onHello && extra.onHello(msg),
     onUpdate: (events, state) => {
@@ -338,11 +435,21 @@ function connectGame(path, view, extra = {}) {
         if (state.phase === "ended") socket.finished = true;
         extra.onState && extra.onState(state);
         document.title = `${phaseTitle(state)} · ToSSim`;
+        notePhase(state.day, state.phase);
+      } else {
+        // A delayed spectator stream carries no state: follow the events' phase.
+        const last = [...events].reverse().find((e) => e.phase);
+        if (last) notePhase(last.day, last.phase);
       }
     },
     onError: (msg) => view.serverError ? view.serverError(msg) : null,
+    onOther: (msg) => {
+      if (msg.type === "summary" && summaries) summaries.refresh();
+    },
     onStatus: (status, detail) => {
       view.setConnection(status, detail);
+      // The last day's summary is written as the game ends, after its last events.
+      if (status === "ended" && summaries) summaries.refresh();
       extra.onStatus && extra.onStatus(status, detail);
     },
   });
@@ -381,10 +488,12 @@ function watchPage(gameId, viewer) {
   const body = h("div");
   setChildren(root, h("div", { class: "watch-page", testid: "watch-page" }, notice, body));
   const view = new GameView(body, { mode: "watch", send: () => false, toolbar });
+  const summaries = followSummaries(gameId, view);
 
   let rosterSig = "";
   const socket = connectGame(
     `/ws/games/${encodeURIComponent(gameId)}/watch?viewer=${encodeURIComponent(viewer)}`, view, {
+      summaries,
       onState: (state) => {
         const sig = (state.roster || []).map((p) => p.name).join("|");
         if (sig !== rosterSig) {
@@ -407,6 +516,7 @@ function watchPage(gameId, viewer) {
     });
   return {
     destroy() {
+      summaries.stop();
       socket.close();
       view.destroy();
     },
@@ -435,13 +545,16 @@ function playPage(gameId) {
   view.setConnection("connecting", "");
 
   let socket = null;
+  let summaries = null;
   let pollTimer = null;
   let stopped = false;
   const connect = () => {
     if (socket || stopped) return;
     lobbyPanel.hidden = true;
     body.hidden = false;
+    summaries = followSummaries(gameId, view); // from the start: a lobby has none
     socket = connectGame(`/ws/games/${encodeURIComponent(gameId)}?token=${encodeURIComponent(seat.token)}`, view, {
+      summaries,
       onStatus: (status, detail) => {
         if (status === "closed") view.showError(`Disconnected: ${detail}. Your seat token may be invalid.`);
       },
@@ -502,6 +615,7 @@ function playPage(gameId) {
     destroy() {
       stopped = true;
       clearTimeout(pollTimer);
+      if (summaries) summaries.stop();
       if (socket) socket.close();
       view.destroy();
     },

@@ -160,10 +160,19 @@ export class GameView {
 
     const graveyard = h("section", { class: "panel", "aria-labelledby": "grave-h" },
       h("h3", { id: "grave-h" }, "Graveyard"), this.graveEmpty, this.graveEl);
+
+    // Summaries of finished days' public discussion (see setSummaries); hidden while empty.
+    this.summaryList = h("ol", { class: "day-summaries", testid: "day-summaries", tabindex: "0" });
+    this.summaryPanel = h("section", {
+      class: "panel summaries", testid: "summaries", "aria-labelledby": "summaries-h", hidden: true,
+    }, h("h3", { id: "summaries-h" }, "Earlier days"), this.summaryList);
+    this.summarySig = "";
+
     const left = h("aside", { class: "col col-left" },
       h("section", { class: "panel", "aria-labelledby": "roster-h" },
         h("h3", { id: "roster-h" }, "Players"), this.rosterEl),
-      play ? graveyard : null);
+      play ? graveyard : null,
+      this.summaryPanel);
 
     const center = h("section", { class: "col col-center", "aria-label": "Chat and events" },
       h("div", { class: "log-wrap" }, this.logEl, this.jumpEl));
@@ -412,6 +421,29 @@ export class GameView {
       h("strong", null, resultText(state.result) || "The game is over."),
       winners.length ? ` Winners: ${winners.join(", ")}.` : "");
     this.resultEl.hidden = false;
+  }
+
+  // ---- earlier days -----------------------------------------------------------------
+
+  /**
+   * The "Earlier days" panel: [{day, text}] in day order, newest last. The text
+   * is model-written (untrusted): it goes on the page as text only. No
+   * summaries: no panel.
+   */
+  setSummaries(summaries) {
+    const items = (Array.isArray(summaries) ? summaries : [])
+      .filter((s) => s && Number.isInteger(Number(s.day)) && typeof s.text === "string" && s.text.trim())
+      .map((s, i) => ({ day: Number(s.day), text: s.text.trim(), i }))
+      .sort((a, b) => a.day - b.day || a.i - b.i);
+    const sig = JSON.stringify(items.map((s) => [s.day, s.text]));
+    if (sig === this.summarySig) return;
+    this.summarySig = sig;
+    setChildren(this.summaryList, items.map((s) =>
+      h("li", { class: "day-summary", dataset: { day: s.day } },
+        h("span", { class: "day" }, `Day ${s.day}: `),
+        h("span", { class: "text" }, s.text))));
+    this.summaryPanel.hidden = items.length === 0;
+    this.summaryList.scrollTop = this.summaryList.scrollHeight; // the newest day
   }
 
   // ---- roster, graveyard, role card ----------------------------------------------

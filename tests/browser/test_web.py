@@ -8,6 +8,8 @@ driven by Playwright's Python package (no `playwright install`). Run with
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import shutil
@@ -36,6 +38,7 @@ SCREENSHOT = Path("/tmp/tossim-watch.png")
 REPO = Path(__file__).resolve().parents[2]
 XSS_CHAT = "<b>bold</b><script>alert(1)</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 1">'
+XSS_SUMMARY = "Day recap <img src=x onerror=alert(1)> <script>window.__xss = 1</script>"
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI") == "true":
@@ -67,8 +70,8 @@ def _get(base: str, path: str) -> Any:
 
 
 class Server:
-    def __init__(self, base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-        self.base, self.proc, self.log = base, proc, log
+    def __init__(self, base: str, proc: subprocess.Popen[bytes], log: Path, db: str) -> None:
+        self.base, self.proc, self.log, self.db = base, proc, log, db
 
     def get(self, path: str) -> Any:
         return _get(self.base, path)
@@ -86,13 +89,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # Standard-speed (human) games run on real timers; stretch them so a slow
     # machine still acts within Day 1 (15 s x 4). The demo is paced, not timed.
     env["TOSSIM_TIME_SCALE"] = "4"
+    # the demo's seats here are scripted bots, so the page tests see a game that
+    # moves; the bundled-model demo is covered by tests/server and tests/inference
+    env["TOSSIM_DEMO_BACKEND"] = "scripted"
     env.pop("TOSSIM_SPECTATOR_DELAY", None)
+    db = f"sqlite+aiosqlite:///{tmp}/t.db"
     cmd = [*_tossim_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--db", f"sqlite+aiosqlite:///{tmp}/t.db", "--demo"]
+           "--db", db, "--demo"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     base = f"http://127.0.0.1:{port}"
-    srv = Server(base, proc, log)
+    srv = Server(base, proc, log, db)
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
@@ -122,11 +129,47 @@ def _post(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
         return json.loads(r.read())
 
 
-def new_ai_game(server: Server, players: int = 15) -> str:
-    """A fresh all-AI paced game of our own (the demo may end at any moment)."""
-    lobby = _post(server.base, "/api/lobbies", {"players": players, "speed": "paced"})
+def new_ai_game(server: Server, players: int = 15, speed: str = "paced") -> str:
+    """A fresh all-AI game of our own (the demo may end at any moment)."""
+    lobby = _post(server.base, "/api/lobbies", {"players": players, "speed": speed})
     _post(server.base, f"/api/lobbies/{lobby['id']}/start")
     return str(lobby["id"])
+
+
+def finished_game(server: Server, speed: str = "fast", players: int = 7,
+                  timeout: float = 90) -> str:
+    """A fresh all-AI game of our own, played to the end."""
+    gid = new_ai_game(server, players, speed)
+    wait_finished(server, gid, timeout)
+    return gid
+
+
+def wait_finished(server: Server, gid: str, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        game = server.get(f"/api/games/{gid}")
+        if game["status"] == "finished":
+            assert isinstance(game, dict)
+            return game
+        time.sleep(0.3)
+    pytest.fail(f"game {gid} did not finish in {timeout} s:\n{server.log_tail()}")
+
+
+def add_summary(server: Server, game_id: str, day: int, text: str) -> None:
+    """Write a summary row straight into the server's store (its SQLite file,
+    in WAL mode: a second writer waits its turn), as the runner would."""
+    from tossim.store import Store
+
+    async def write() -> None:
+        store = await Store.open(server.db, migrate=False)
+        try:
+            await store.add_summary(game_id, day, text)
+        finally:
+            await store.close()
+
+    # Playwright's sync API keeps an event loop of its own: run ours in a thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, write()).result(timeout=60)
 
 
 def demo_game_id(server: Server, timeout: float = 30) -> str:
@@ -269,6 +312,7 @@ def test_play_a_seat_role_will_and_chat_is_text(page: Page, server: Server) -> N
     assert "you" in (me.get_attribute("class") or "").split()
     assert "Alice" in me.text_content() and role in me.text_content()
     assert len(pg.query_selector_all(f"{tid('roster')} > li")) == 7
+    assert pg.is_hidden(tid("summaries"))  # Day 1: no summaries, no "Earlier days" panel
 
     # The action panel offers only what state.legal offers.
     legal = {a["kind"] for a in pg.evaluate("window.tossim.state.legal")}
@@ -415,6 +459,94 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     SCREENSHOT.unlink(missing_ok=True)
     pg.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
+    page.check_clean()
+
+
+def summary_rows(pg: Any) -> list[list[str]]:
+    """The "Earlier days" panel: [day label, text] per row, top to bottom."""
+    rows = pg.eval_on_selector_all(
+        f"{tid('day-summaries')} > li",
+        """els => els.map(e => [e.querySelector('.day').textContent,
+                                e.querySelector('.text').textContent])""")
+    assert isinstance(rows, list)
+    return rows
+
+
+def expected_rows(summaries: list[dict[str, Any]]) -> list[list[str]]:
+    return [[f"Day {s['day']}: ", s["text"].strip()] for s in summaries]
+
+
+def count_fetches(p: Page, gid: str) -> list[str]:
+    """The page's requests for the game's summary (GET /api/games/{gid})."""
+    seen: list[str] = []
+    p.page.on("request", lambda r: r.url.split("?")[0].endswith(f"/api/games/{gid}")
+              and seen.append(r.url))
+    return seen
+
+
+@pytest.mark.browser
+def test_watch_page_shows_day_summaries_as_text(page: Page, server: Server) -> None:
+    """A finished game's watch page lists each day's summary ("Day N: text",
+    newest last); a summary is model-written, so markup in it is literal text."""
+    gid = finished_game(server, "fast")
+    add_summary(server, gid, 1, XSS_SUMMARY)
+    summaries = server.get(f"/api/games/{gid}")["summaries"]
+    assert len(summaries) >= 2 and XSS_SUMMARY in [s["text"] for s in summaries]
+    pg = page.page
+    fetches = count_fetches(page, gid)
+    pg.goto(f"{server.base}/#/watch/{gid}?viewer=public")
+    pg.wait_for_selector(f"{tid('summaries')}:not([hidden])")
+    assert pg.text_content(f"{tid('summaries')} h3") == "Earlier days"
+    pg.wait_for_function("(n) => document.querySelectorAll('[data-testid=day-summaries] > li')"
+                         ".length === n", arg=len(summaries))
+    rows = summary_rows(pg)
+    assert rows == expected_rows(summaries)
+    days = [int(r[0].split()[1].rstrip(":")) for r in rows]
+    assert days == sorted(days) and days[-1] == pg.evaluate("window.tossim.state.day")
+    # The markup is shown as it was written, and none of it became elements.
+    assert ["Day 1: ", XSS_SUMMARY] in rows
+    panel = pg.query_selector(tid("summaries"))
+    assert panel.query_selector("img") is None and panel.query_selector("script") is None
+    pg.wait_for_timeout(2500)
+    assert pg.evaluate("window.__xss") is None
+    # A finished game changes no more: fetched once, when the page opened; no polling.
+    assert len(fetches) == 1, fetches
+    page.check_clean()
+
+
+@pytest.mark.browser
+def test_day_summaries_follow_a_live_game(page: Page, server: Server) -> None:
+    """No summaries, no panel; each nightfall (and the end) brings that day's
+    summary, fetched on phase changes only."""
+    gid = new_ai_game(server, 7)  # paced: a few seconds a day
+    pg = page.page
+    fetches = count_fetches(page, gid)
+    pg.goto(f"{server.base}/#/watch/{gid}?viewer=public")
+    pg.wait_for_selector(f"{tid('event-log')} > li")
+    state = pg.evaluate("window.tossim.state")
+    if state["phase"] == "day1":
+        assert pg.is_hidden(tid("summaries"))
+    pg.wait_for_selector(f'{tid("day-summaries")} > li[data-day="1"]', timeout=60000)
+    assert pg.is_visible(tid("summaries"))
+    # Never a day the page has not seen end.
+    state = pg.evaluate("window.tossim.state")
+    last = state["day"] if state["phase"] in ("night", "ended") else state["day"] - 1
+    assert all(int(d) <= last for d in pg.eval_on_selector_all(
+        f"{tid('day-summaries')} > li", "els => els.map(e => e.dataset.day)"))
+    pg.wait_for_function("() => window.tossim.state.phase === 'ended'", timeout=120000)
+    summaries = wait_finished(server, gid)["summaries"]
+    pg.wait_for_function("(n) => document.querySelectorAll('[data-testid=day-summaries] > li')"
+                         ".length === n", arg=len(summaries), timeout=15000)
+    assert summary_rows(pg) == expected_rows(summaries)
+    # One fetch when the page opened, then at most one per phase change (plus
+    # a few retries for a day whose summary was not written yet); none after.
+    pushes = [json.loads(m) for sock in pg.evaluate("window.__sockets") for m in sock["received"]]
+    changes = len({(m["state"]["day"], m["state"]["phase"])
+                   for m in pushes if m.get("type") == "events" and m.get("state")})
+    assert len(fetches) <= 1 + changes + 3, (len(fetches), changes)
+    done = len(fetches)
+    pg.wait_for_timeout(3000)
+    assert len(fetches) == done, "the page kept fetching after the game ended"
     page.check_clean()
 
 

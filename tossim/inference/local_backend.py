@@ -20,11 +20,12 @@ import asyncio
 import importlib.util
 import logging
 import os
+import queue
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,7 @@ def bundled_model_dir() -> Path:
 @dataclass
 class _Cached:
     ids: tuple[int, ...]
-    cache: Any  # transformers DynamicCache holding the KV of `ids`
+    layers: list[tuple[Any, Any]]  # per layer (keys, values) of `ids`, batch size 1
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -140,7 +141,11 @@ class LocalBackend(Backend):
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.vocabulary = outlines_core_vocabulary(tok)
         self._caches: OrderedDict[str, _Cached] = OrderedDict()
-        self._run_lock = threading.Lock()
+        self._inbox: queue.SimpleQueue[tuple[GenerationRequest, Any, Any] | None] = (
+            queue.SimpleQueue())
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+        self._closing = False
 
     @property
     def label(self) -> str:
@@ -181,157 +186,281 @@ class LocalBackend(Backend):
         if best_key is None or best <= 0:
             return DynamicCache(), 0
         src = self._caches[best_key]
-        own = best_key == key
-        if own:  # this seat's context continues: the tensors move, no copy
-            del self._caches[key]
         cache = DynamicCache()
-        for li, layer in enumerate(src.cache.layers):
-            k, v = layer.keys[:, :, :best, :], layer.values[:, :, :best, :]
-            cache.update(k if own else k.clone(), v if own else v.clone(), li)
+        for li, (k, v) in enumerate(src.layers):
+            # a copy: the prefill appends to it, and the source stays valid
+            cache.update(k[:, :, :best, :].clone(), v[:, :, :best, :].clone(), li)
         return cache, best
 
-    def _keep(self, key: str, ids: tuple[int, ...], cache: Any) -> None:
+    def _keep(self, key: str, ids: tuple[int, ...], layers: list[tuple[Any, Any]]) -> None:
         if not key:
             return
-        self._caches[key] = _Cached(ids, cache)
+        self._caches[key] = _Cached(ids, layers)
         self._caches.move_to_end(key)
         while len(self._caches) > self.max_cached:
             self._caches.popitem(last=False)
 
-    # ---- generation --------------------------------------------------------------------
+    # ---- generation: one scheduler thread, continuous batching ---------------------------
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Queue the requests for the scheduler thread; each result arrives as
+        soon as its own row finishes (other seats keep decoding)."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[GenerationResult]] = []
+        for r in requests:
+            fut: asyncio.Future[GenerationResult] = loop.create_future()
+            self._inbox.put((r, fut, loop))
+            futures.append(fut)
+        self._ensure_worker()
+        return list(await asyncio.gather(*futures))
+
     async def _generate_batch(
             self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return await asyncio.to_thread(self._run, list(requests))
+        return await self.generate(requests)
 
-    def _run(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
-        with self._run_lock, self.torch.inference_mode():
-            return self._run_locked(requests)
+    def _ensure_worker(self) -> None:
+        with self._worker_lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._serve, name="tossim-local-backend",
+                                                daemon=True)
+                self._worker.start()
 
-    def _run_locked(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
-        torch = self.torch
-        from outlines_core.kernels.torch import (
-            allocate_token_bitmask,
-            apply_token_bitmask_inplace,
-            fill_next_token_bitmask,
-        )
-        from transformers import DynamicCache
-        started = time.perf_counter()
-        n = len(requests)
-        caches: list[Any] = []
-        logits, cached_tokens = [], []
-        for r in requests:
-            ids = tuple(r.prompt_ids)
-            cache, hit = self._take_cache(r.key, ids)
-            out = self.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
-                             logits_to_keep=1)
-            caches.append(cache)
-            logits.append(out.logits[0, -1])
-            cached_tokens.append(hit)
-        decode_started = time.perf_counter()
-        self.stats.prefill_seconds += decode_started - started
-        lengths = [len(r.prompt_ids) for r in requests]
-        longest = max(lengths)
-        # one left-padded cache for the batch
-        merged: Any = DynamicCache()
-        pad = torch.nn.functional.pad
-        n_layers = len(caches[0].layers)
-        rows = list(zip(caches, lengths, strict=True))
-        for li in range(n_layers):
-            ks = [pad(c.layers[li].keys, (0, 0, longest - ln, 0)) for c, ln in rows]
-            vs = [pad(c.layers[li].values, (0, 0, longest - ln, 0)) for c, ln in rows]
-            merged.update(torch.cat(ks), torch.cat(vs), li)
-        del caches
-        mask = torch.zeros(n, longest, dtype=torch.long)
-        for i, ln in enumerate(lengths):
-            mask[i, longest - ln:] = 1
-        guides = [self._guide(r) for r in requests]
-        bitmasks = [allocate_token_bitmask(self.vocab_size) if g is not None else None
-                    for g in guides]
-        gens = []
-        for r in requests:
-            g = torch.Generator()
-            g.manual_seed(r.seed if r.seed is not None else 0)
-            gens.append(g)
-        out_ids: list[list[int]] = [[] for _ in requests]
-        finish: list[str | None] = [None] * n
-        step_logits = torch.stack(logits)
-        positions = torch.tensor(lengths).unsqueeze(1)
-        while True:
-            next_tokens = []
-            for i, r in enumerate(requests):
-                if finish[i] is not None:
-                    next_tokens.append(self.eos_id)
-                    continue
-                row = step_logits[i:i + 1].float()
-                guide = guides[i]
-                if guide is not None:
-                    if guide.is_finished():
-                        finish[i] = "stop"
-                        next_tokens.append(self.eos_id)
-                        continue
-                    fill_next_token_bitmask(guide, bitmasks[i])
-                    apply_token_bitmask_inplace(row, bitmasks[i])
-                if r.temperature <= 0:
-                    tok = int(torch.argmax(row[0]))
-                else:
-                    probs = torch.softmax(row[0] / r.temperature, dim=-1)
-                    tok = int(torch.multinomial(probs, 1, generator=gens[i]))
-                if tok == self.eos_id:
-                    finish[i] = "stop"
-                    next_tokens.append(self.eos_id)
-                    continue
-                out_ids[i].append(tok)
-                if guide is not None:
-                    guide.advance(token_id=tok, return_tokens=False)
-                if len(out_ids[i]) >= r.max_tokens:
-                    finish[i] = "length"
-                elif ((guide is not None and guide.is_finished())
-                      or (r.stop and self._hits_stop(out_ids[i], r.stop))):
-                    finish[i] = "stop"
-                next_tokens.append(tok)
-            if all(f is not None for f in finish):
-                break
-            mask = torch.cat([mask, torch.ones(n, 1, dtype=torch.long)], dim=1)
-            out = self.model(torch.tensor(next_tokens).unsqueeze(1), past_key_values=merged,
-                             attention_mask=mask, position_ids=positions, use_cache=True)
-            positions = positions + 1
-            step_logits = out.logits[:, -1]
-            self.stats.decode_steps += 1
-        # keep each row's KV (its prompt and what it generated, without the
-        # padding and without the steps fed after it finished)
-        self.stats.decode_seconds += time.perf_counter() - decode_started
-        results = []
-        seconds = time.perf_counter() - started
-        for i, r in enumerate(requests):
-            gen = out_ids[i]
-            if finish[i] == "stop" and r.stop:
-                gen = self._cut_stop(gen, r.stop)
-            total = lengths[i] + len(gen) - 1  # the last token was never fed back
-            if r.key and total > 0:
-                start = longest - lengths[i]
-                row = DynamicCache()
-                for li in range(n_layers):
-                    layer = merged.layers[li]
-                    row.update(layer.keys[i:i + 1, :, start:start + total, :].clone(),
-                               layer.values[i:i + 1, :, start:start + total, :].clone(), li)
-                self._keep(r.key, (tuple(r.prompt_ids) + tuple(gen))[:total], row)
-            results.append(GenerationResult(
-                token_ids=tuple(gen), text=self.tokenizer.decode(gen),
-                finish_reason=finish[i] or "length", prompt_tokens=lengths[i],
-                cached_tokens=cached_tokens[i], seconds=seconds))
-        return results
+    def _serve(self) -> None:
+        """Admit waiting requests into the running batch, decode one token for
+        every active row, hand back the rows that finished. The thread lives as
+        long as the backend (a daemon; it sleeps on the inbox when idle)."""
+        batch = _Batch(self)
+        with self.torch.inference_mode():
+            while not self._closing:
+                wait = not batch.rows  # nothing to decode: sleep until a request comes
+                admitted: list[tuple[GenerationRequest, Any, Any]] = []
+                while len(batch.rows) + len(admitted) < self.max_batch:
+                    try:
+                        item = self._inbox.get() if wait else self._inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is None:  # close()
+                        return
+                    wait = False
+                    admitted.append(item)
+                try:
+                    if admitted:
+                        batch.admit(admitted)
+                    batch.step()
+                except Exception as exc:  # every waiting seat learns about it
+                    log.exception("local backend: generation failed")
+                    batch.fail(exc)
+                    for _req, fut, loop in admitted:
+                        loop.call_soon_threadsafe(_resolve, fut, None, exc)
+                    batch = _Batch(self)
+
+    def _bitmask(self) -> Any:
+        from outlines_core.kernels.torch import allocate_token_bitmask
+        return allocate_token_bitmask(self.vocab_size)
 
     def _hits_stop(self, ids: list[int], stop: Sequence[str]) -> bool:
         tail = self.tokenizer.decode(ids[-16:])
-        return any(s in tail for s in stop)
+        return any(x in tail for x in stop)
 
     def _cut_stop(self, ids: list[int], stop: Sequence[str]) -> list[int]:
         """Generated IDs up to and including the first stop string."""
         for k in range(1, len(ids) + 1):
             text = self.tokenizer.decode(ids[:k])
-            if any(s in text for s in stop):
+            if any(x in text for x in stop):
                 return ids[:k]
         return ids
 
     async def close(self) -> None:
+        self._closing = True
+        self._inbox.put(None)
         self._caches.clear()
+
+
+@dataclass
+class _Row:
+    request: GenerationRequest
+    future: asyncio.Future[GenerationResult]
+    loop: asyncio.AbstractEventLoop
+    guide: Any
+    bitmask: Any
+    generator: Any
+    fed: int  # tokens whose KV is in the batch cache
+    cached: int  # prompt tokens served from a prefix cache
+    started: float
+    out: list[int] = field(default_factory=list)
+    finish: str | None = None
+
+
+class _Batch:
+    """The rows being decoded together: one left-padded KV cache per layer,
+    `pad[i]` columns of padding before row i."""
+
+    def __init__(self, backend: LocalBackend) -> None:
+        self.b = backend
+        self.torch = backend.torch
+        self.rows: list[_Row] = []
+        self.keys: list[Any] = []  # per layer: (rows, heads, T, dim)
+        self.values: list[Any] = []
+        self.pad: list[int] = []
+        self.logits: Any = None  # (rows, vocab): the next token's logits
+
+    @property
+    def width(self) -> int:
+        return int(self.keys[0].shape[2]) if self.keys else 0
+
+    def admit(self, items: list[tuple[GenerationRequest, Any, Any]]) -> None:
+        """Prefill each new request from the best prefix cache and join it to
+        the batch (everything re-padded to the longest row)."""
+        torch, b = self.torch, self.b
+        started = time.perf_counter()
+        new_kv, new_logits, rows = [], [], []
+        for req, fut, loop in items:
+            ids = tuple(req.prompt_ids)
+            cache, hit = b._take_cache(req.key, ids)
+            out = b.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
+                          logits_to_keep=1)
+            layers = [(layer.keys, layer.values) for layer in cache.layers]
+            if req.key:  # later requests of this batch share its head at once
+                b._keep(req.key, ids, layers)
+            new_kv.append(layers)
+            new_logits.append(out.logits[0, -1])
+            gen = torch.Generator()
+            gen.manual_seed(req.seed if req.seed is not None else 0)
+            guide = b._guide(req)
+            bitmask = b._bitmask() if guide is not None else None
+            rows.append(_Row(req, fut, loop, guide, bitmask, gen, len(ids), hit, started))
+            b.stats.requests += 1
+            b.stats.prompt_tokens += len(ids)
+            b.stats.cached_tokens += hit
+        width = max([self.width, *(r.fed for r in rows)])
+        pad = torch.nn.functional.pad
+        n_layers = len(new_kv[0])
+        grow = width - self.width
+        had = bool(self.keys)
+        for li in range(n_layers):
+            ks = [pad(kv[li][0], (0, 0, width - row.fed, 0)) for kv, row in zip(new_kv, rows,
+                                                                             strict=True)]
+            vs = [pad(kv[li][1], (0, 0, width - row.fed, 0)) for kv, row in zip(new_kv, rows,
+                                                                             strict=True)]
+            if had:
+                ks.insert(0, pad(self.keys[li], (0, 0, grow, 0)))
+                vs.insert(0, pad(self.values[li], (0, 0, grow, 0)))
+                self.keys[li], self.values[li] = torch.cat(ks), torch.cat(vs)
+            else:
+                self.keys.append(torch.cat(ks))
+                self.values.append(torch.cat(vs))
+        self.pad = [p + grow for p in self.pad] + [width - row.fed for row in rows]
+        stacked = torch.stack(new_logits)
+        self.logits = stacked if self.logits is None else torch.cat([self.logits, stacked])
+        self.rows.extend(rows)
+        b.stats.batches += 1
+        b.stats.largest_batch = max(b.stats.largest_batch, len(self.rows))
+        b.stats.prefill_seconds += time.perf_counter() - started
+
+    def step(self) -> None:
+        """Sample one token per row, retire finished rows, feed the rest."""
+        from outlines_core.kernels.torch import (
+            apply_token_bitmask_inplace,
+            fill_next_token_bitmask,
+        )
+        from transformers import DynamicCache
+        torch, b = self.torch, self.b
+        started = time.perf_counter()
+        tokens: list[int] = []
+        for i, row in enumerate(self.rows):
+            r = row.request
+            logits = self.logits[i:i + 1].float()
+            if row.guide is not None:
+                if row.guide.is_finished():
+                    row.finish = "stop"
+                    tokens.append(b.eos_id)
+                    continue
+                fill_next_token_bitmask(row.guide, row.bitmask)
+                apply_token_bitmask_inplace(logits, row.bitmask)
+            if r.temperature <= 0:
+                tok = int(torch.argmax(logits[0]))
+            else:
+                probs = torch.softmax(logits[0] / r.temperature, dim=-1)
+                tok = int(torch.multinomial(probs, 1, generator=row.generator))
+            tokens.append(tok)
+            if tok == b.eos_id:
+                row.finish = "stop"
+                continue
+            row.out.append(tok)
+            if row.guide is not None:
+                row.guide.advance(token_id=tok, return_tokens=False)
+            if len(row.out) >= r.max_tokens:
+                row.finish = "length"
+            elif ((row.guide is not None and row.guide.is_finished())
+                  or (r.stop and b._hits_stop(row.out, r.stop))):
+                row.finish = "stop"
+        keep = [i for i, row in enumerate(self.rows) if row.finish is None]
+        for i, row in enumerate(self.rows):
+            if row.finish is not None:
+                self._retire(i, row)
+        if len(keep) < len(self.rows):
+            index = torch.tensor(keep, dtype=torch.long)
+            self.keys = [k.index_select(0, index) for k in self.keys]
+            self.values = [v.index_select(0, index) for v in self.values]
+            self.rows = [self.rows[i] for i in keep]
+            self.pad = [self.pad[i] for i in keep]
+            tokens = [tokens[i] for i in keep]
+        if not self.rows:
+            self.keys, self.values, self.pad, self.logits = [], [], [], None
+            b.stats.decode_seconds += time.perf_counter() - started
+            return
+        # trim columns that are padding in every row
+        common = min(self.pad)
+        if common:
+            self.keys = [k[:, :, common:, :] for k in self.keys]
+            self.values = [v[:, :, common:, :] for v in self.values]
+            self.pad = [p - common for p in self.pad]
+        cache: Any = DynamicCache()
+        for li, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            cache.update(k, v, li)
+        width = self.width + 1
+        mask = (torch.arange(width).unsqueeze(0)
+                >= torch.tensor(self.pad).unsqueeze(1)).long()
+        positions = torch.tensor([[row.fed] for row in self.rows])
+        out = b.model(torch.tensor(tokens).unsqueeze(1), past_key_values=cache,
+                      attention_mask=mask, position_ids=positions, use_cache=True)
+        self.keys = [layer.keys for layer in cache.layers]
+        self.values = [layer.values for layer in cache.layers]
+        for row in self.rows:
+            row.fed += 1
+        self.logits = out.logits[:, -1]
+        b.stats.decode_steps += 1
+        b.stats.decode_seconds += time.perf_counter() - started
+
+    def _retire(self, i: int, row: _Row) -> None:
+        b, r = self.b, row.request
+        gen = row.out
+        if row.finish == "stop" and r.stop:
+            gen = b._cut_stop(gen, r.stop)
+        total = row.fed  # prompt + generated tokens already fed (not the last one)
+        if r.key and total > 0:
+            start = self.pad[i]
+            layers = [(k[i:i + 1, :, start:start + total, :].clone(),
+                       v[i:i + 1, :, start:start + total, :].clone())
+                      for k, v in zip(self.keys, self.values, strict=True)]
+            b._keep(r.key, (tuple(r.prompt_ids) + tuple(gen))[:total], layers)
+        result = GenerationResult(
+            token_ids=tuple(gen), text=b.tokenizer.decode(gen),
+            finish_reason=row.finish or "length", prompt_tokens=len(r.prompt_ids),
+            cached_tokens=row.cached, seconds=time.perf_counter() - row.started)
+        b.stats.generated_tokens += len(gen)
+        b.stats.seconds += result.seconds
+        row.loop.call_soon_threadsafe(_resolve, row.future, result, None)
+
+    def fail(self, exc: BaseException) -> None:
+        for row in self.rows:
+            row.loop.call_soon_threadsafe(_resolve, row.future, None, exc)
+
+
+def _resolve(fut: asyncio.Future[GenerationResult], result: GenerationResult | None,
+             exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    elif result is not None:
+        fut.set_result(result)
