@@ -57,3 +57,17 @@ async def test_lobby_refuses_a_model_path_and_unknown_backends(
     r = await c.post("/api/lobbies", json={"players": 7, "seats": [
         {"slot": 1, "backend": "gpt-9"}]})
     assert r.status_code == 422 and "gpt-9" in r.text
+
+
+def test_demo_uses_the_bundled_model_when_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tossim.server import app as app_module
+    from tossim.server.settings import Settings
+
+    monkeypatch.setattr(app_module, "unavailable_reason", lambda name, url=None: None)
+    lobby = app_module.demo_lobby(Settings(demo_model_seats=15))
+    assert lobby.speed == "paced" and lobby.players == 15
+    assert [s.backend for s in lobby.seats] == ["local"] * 15
+    monkeypatch.setattr(app_module, "unavailable_reason",
+                        lambda name, url=None: "torch is not installed")
+    assert {s.backend for s in app_module.demo_lobby(Settings()).seats} == {"scripted"}
+    assert len(app_module.demo_lobby(Settings(demo_backend="scripted")).seats) == 15
