@@ -14,15 +14,9 @@ import pytest
 from tossim.agents.grammar import turn_regex
 from tossim.agents.prompting import build_messages
 from tossim.agents.tools import tool_options
+from tossim.inference.vocabulary import byte_level_token_bytes, outlines_core_vocabulary
 
-from .tiny_model import (
-    BUILD_VERSION,
-    IM_END,
-    MARKER,
-    build_tiny_model,
-    byte_level_token_bytes,
-    outlines_core_vocabulary,
-)
+from .tiny_model import BUILD_VERSION, IM_END, MARKER, build_tiny_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

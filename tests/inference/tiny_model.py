@@ -24,9 +24,9 @@ byte-level token holding part of a UTF-8 character (`Ã` = byte 0xC3, the first
 half of "ë") becomes U+FFFD, and 128 such tokens collapse into one "\ufffd"
 entry. The index then cannot produce non-ASCII text that the regex requires
 ("Zoë") and believes a lone continuation byte is a whole character.
-`byte_level_token_bytes` maps tokens to their raw bytes instead (what
-outlines_core itself does for byte-level tokenizers); `outlines_core_vocabulary`
-builds the vocabulary with it.
+`tossim.inference.vocabulary.byte_level_token_bytes` maps tokens to their raw
+bytes instead (what outlines_core itself does for byte-level tokenizers);
+its `outlines_core_vocabulary` builds the vocabulary with it.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -238,51 +237,3 @@ def build_tiny_model(out_dir: Path, seed: int = 0) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
-
-
-# ---- guided decoding ------------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def _byte_decoder() -> dict[str, int]:
-    """The inverse of GPT-2's bytes_to_unicode (what the ByteLevel pre-tokenizer
-    maps each byte to): printable Latin-1 bytes stand for themselves, the
-    others are shifted to U+0100 and up ('Ġ' is the space, 'Ċ' the newline)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    chars = {b: chr(b) for b in keep}
-    shifted = 0
-    for b in range(256):
-        if b not in chars:
-            chars[b] = chr(256 + shifted)
-            shifted += 1
-    return {c: b for b, c in chars.items()}
-
-
-def byte_level_token_bytes(tokenizer: Any) -> Callable[[str], bytes]:
-    """token -> the raw bytes it stands for, for a byte-level BPE tokenizer.
-    Added (special) tokens are not byte-level encoded: they are their text."""
-    decoder = _byte_decoder()
-    added = set(tokenizer.get_added_vocab())
-
-    def token_bytes(token: str) -> bytes:
-        if token in added:
-            return token.encode("utf-8")
-        return bytes(decoder[c] for c in token)
-
-    return token_bytes
-
-
-def outlines_core_vocabulary(tokenizer: Any) -> Any:
-    """An `outlines_core.Vocabulary` with each token's raw bytes. Special
-    tokens are left out (outlines_core's own `from_pretrained` does the same),
-    so a regex can never spell `<|im_start|>`; EOS is given separately."""
-    from outlines_core import Vocabulary
-
-    token_bytes = byte_level_token_bytes(tokenizer)
-    special = set(tokenizer.all_special_ids)
-    entries: dict[bytes, list[int]] = {}
-    for token, token_id in sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1]):
-        if token_id not in special:
-            entries.setdefault(token_bytes(token), []).append(token_id)
-    return Vocabulary(tokenizer.eos_token_id, entries)
-
