@@ -5,9 +5,12 @@ Why it is more than `model.generate`: an AI seat's context only grows (the
 tool loop appends segments and observations), every seat of a game shares the
 system prompt's head, and seats that wait at the same time should be decoded
 together. So the backend keeps KV caches keyed by token prefix (the longest
-common prefix with any cached context is re-used, the rest is prefilled),
-decodes a batch of seats in one forward pass per token (caches left-padded into
-one), and constrains every row with its own outlines-core Guide.
+common prefix with any cached context is re-used, the rest is prefilled), and
+one scheduler thread decodes every active request in one forward pass per
+token (their caches left-padded into one batch), each row constrained by its
+own outlines-core Guide. Requests join the running batch as they arrive and
+leave it as soon as they finish (continuous batching), so a seat whose thought
+ended early starts its action while the others are still thinking.
 
 The GGUF file in the wheel is converted once into a safetensors folder in the
 user's cache directory (`TOSSIM_MODEL_CACHE`, default
