@@ -42,7 +42,9 @@ class AsyncSeat(Protocol):
     async def decide(self, obs: View) -> list[Command]: ...
 
 
-class _Scripted:
+class ScriptedSeat:
+    """A scripted bot behind the async seat interface (matches and the server)."""
+
     def __init__(self, slot: int, seed: int) -> None:
         self.bot = ScriptedBot(slot, seed)
 
@@ -83,7 +85,7 @@ async def play_match_async(
     the same dict to the model seats so they see it. `until(game)` stops the
     match early (checked before each phase)."""
     game = new_game(config)
-    table: dict[int, AsyncSeat] = {s: (seats or {}).get(s) or _Scripted(s, config.seed)
+    table: dict[int, AsyncSeat] = {s: (seats or {}).get(s) or ScriptedSeat(s, config.seed)
                                    for s in range(1, config.players + 1)}
     seen = dict.fromkeys(table, 0)
     faults = dict.fromkeys(table, 0)
@@ -112,7 +114,7 @@ async def play_match_async(
                     log.error("seat %d failed: %r; it waits", slot, answer)
                     continue
                 apply_seat_commands(game, slot, answer, faults, reasons,
-                                    checked=not isinstance(table[slot], _Scripted), after=after)
+                                    checked=not isinstance(table[slot], ScriptedSeat), after=after)
                 if game.phase_seq != seq or game.ended:
                     break
             if game.phase_seq != seq or game.ended:

@@ -26,12 +26,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tossim.agents.async_match import ScriptedSeat
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import LoopConfig, ToolLoop
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, persona_for
-from tossim.agents.scripted import ScriptedBot
 from tossim.agents.summarize import fallback_summary, write_summary
 from tossim.engine import (
     Command,
@@ -69,13 +69,6 @@ class AISeat(Protocol):
 
     async def decide(self, obs: View) -> list[Command]: ...
 
-
-class ScriptedSeat:
-    def __init__(self, slot: int, seed: int) -> None:
-        self.bot = ScriptedBot(slot, seed)
-
-    async def decide(self, obs: View) -> list[Command]:
-        return self.bot.decide(obs)
 
 
 def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
