@@ -140,6 +140,9 @@ def serve(
                                                 "several server processes."),
     demo: bool = typer.Option(False, help="Keep a 15-seat all-AI match running to watch."),
     resume: bool = typer.Option(True, help="Resume the live games found in the store."),
+    inference: str | None = typer.Option(
+        None, help="Where model seats run: local (this process) or workers (`tossim "
+                   "worker` processes; default $TOSSIM_INFERENCE or local)."),
 ) -> None:
     """Run the game server (HTTP API, websockets and the web client)."""
     import logging
@@ -154,6 +157,8 @@ def serve(
         overrides["database_url"] = db
     if redis:
         overrides["redis_url"] = redis
+    if inference:
+        overrides["inference"] = inference
     settings = Settings(**overrides)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
@@ -163,6 +168,50 @@ def serve(
     server_app = create_app(settings)
     tune_gc()
     uvicorn.run(server_app, host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    server: str = typer.Option("http://127.0.0.1:8000", envvar="TOSSIM_SERVER_URL",
+                               help="The server's base URL."),
+    backend: str = typer.Option("local", help="The model backend: local (bundled SmolLM2 "
+                                              "on the CPU), vllm, openai."),
+    model: str | None = typer.Option(None, envvar="TOSSIM_MODEL",
+                                     help="Model folder (default: the bundled model; "
+                                          "openai: its tokenizer folder)."),
+    url: str | None = typer.Option(None, envvar="TOSSIM_OPENAI_URL",
+                                   help="openai: the OpenAI-compatible server's base URL."),
+    token: str | None = typer.Option(None, envvar="TOSSIM_WORKER_TOKEN",
+                                     help="The server's worker token (not needed for a "
+                                          "server on this machine without one)."),
+    name: str | None = typer.Option(None, help="This worker's name in the server's log."),
+) -> None:
+    """Play a server's model seats here (the server runs with --inference workers)."""
+    import asyncio
+    import logging
+
+    from tossim.inference.base import BackendUnavailable
+    from tossim.inference.registry import make_backend
+    from tossim.inference.worker import Worker, WorkerRefused
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                                                   "%(message)s")
+
+    async def main() -> None:
+        engine = make_backend(backend, model=model, url=url)
+        await engine.start()
+        try:
+            await Worker(server, backend, engine, token=token, name=name).run()
+        finally:
+            await engine.close()
+
+    try:
+        asyncio.run(main())
+    except (BackendUnavailable, WorkerRefused, ValueError) as exc:
+        typer.echo(f"tossim worker: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()

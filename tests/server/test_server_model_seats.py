@@ -61,13 +61,14 @@ async def test_lobby_refuses_a_model_path_and_unknown_backends(
 
 def test_demo_uses_the_bundled_model_when_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from tossim.server import app as app_module
+    from tossim.server import service
     from tossim.server.settings import Settings
 
-    monkeypatch.setattr(app_module, "unavailable_reason", lambda name, url=None: None)
+    monkeypatch.setattr(service, "unavailable_reason", lambda name, url=None: None)
     lobby = app_module.demo_lobby(Settings(demo_model_seats=15))
     assert lobby.speed == "paced" and lobby.players == 15
     assert [s.backend for s in lobby.seats] == ["local"] * 15
-    monkeypatch.setattr(app_module, "unavailable_reason",
+    monkeypatch.setattr(service, "unavailable_reason",
                         lambda name, url=None: "torch is not installed")
     assert {s.backend for s in app_module.demo_lobby(Settings()).seats} == {"scripted"}
     assert len(app_module.demo_lobby(Settings(demo_backend="scripted")).seats) == 15

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.loop import ToolLoop, TurnResult
+from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
-from tossim.agents.personas import Persona
+from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.engine.commands import Command
 from tossim.engine.view import View
+from tossim.inference.base import Backend
 
 
 @dataclass
@@ -65,6 +66,29 @@ class AgentMetrics:
         self.seconds += other.seconds
         self.max_seconds = max(self.max_seconds, other.max_seconds)
 
+    @classmethod
+    def from_fields(cls, data: object) -> AgentMetrics:
+        """Metrics sent by another process (an inference worker's turn), checked
+        field by field (ValueError) so a bad report cannot poison the sums."""
+        if not isinstance(data, dict):
+            raise ValueError("metrics are an object")
+        out = cls()
+        for name, value in data.items():
+            current = getattr(out, name, None)
+            if isinstance(current, dict):
+                if not isinstance(value, dict) or not all(
+                        isinstance(k, str) and type(n) is int and n >= 0
+                        for k, n in value.items()):
+                    raise ValueError(f"metric {name!r} must map names to counts")
+            elif isinstance(current, int | float) and not isinstance(current, bool):
+                if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"metric {name!r} must be a number >= 0")
+                value = type(current)(value)
+            else:
+                raise ValueError(f"unknown metric {name!r}")
+            setattr(out, name, value)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         turns = max(self.turns, 1)
         return {
@@ -110,3 +134,16 @@ class LLMSeat:
 
     def metrics_dict(self) -> dict[str, Any]:
         return self.metrics.to_dict()
+
+
+def seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: Backend, *,
+                   game_id: str = "", summaries: Mapping[int, str] | None = None) -> LLMSeat:
+    """A lobby's model seat on `backend`: its persona (named, else drawn from
+    the game's seed), its protocol, a cache key that keeps the seat's context
+    apart from other games', and a per-seat sampling seed. The server and an
+    inference worker build seats here, so a seat plays the same either way."""
+    name = spec.get("persona")
+    persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
+    protocol = str(spec.get("protocol") or "xml")
+    return LLMSeat(slot, ToolLoop(backend, LoopConfig(protocol=protocol)), persona=persona,
+                   summaries=summaries, key=f"{game_id}:{slot}", seed=seed * 100 + slot)

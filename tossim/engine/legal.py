@@ -55,6 +55,21 @@ class LegalAction:
         return {"kind": self.kind, "targets": list(self.targets), "n_targets": self.n_targets,
                 "ability": self.ability, "options": list(self.options)}
 
+    @classmethod
+    def from_dict(cls, data: object) -> LegalAction:
+        """The inverse of `to_dict`, for views that crossed a wire (an
+        inference worker plays a seat from its serialized View)."""
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+            raise ValueError("a legal action is an object with a string 'kind'")
+        targets, options = data.get("targets", []), data.get("options", [])
+        n_targets, ability = data.get("n_targets", 0), data.get("ability", "")
+        if (not isinstance(targets, list) or not all(type(t) is int for t in targets)
+                or not isinstance(options, list) or not all(isinstance(o, str) for o in options)
+                or type(n_targets) is not int or not isinstance(ability, str)):
+            raise ValueError(f"malformed legal action: {data!r}"[:200])
+        return cls(kind=data["kind"], targets=tuple(targets), n_targets=n_targets,
+                   ability=ability, options=tuple(options))
+
 
 class IllegalCommand(ValueError):
     """A well-formed command the engine will not execute now.

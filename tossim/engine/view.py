@@ -119,6 +119,36 @@ class View:
             "winners": self.winners,
         }
 
+    @classmethod
+    def from_dict(cls, data: object) -> View:
+        """The inverse of `to_dict` (raises ValueError on a malformed view):
+        how a seat played in another process receives what its seat may see."""
+        def objects(value: object) -> list[dict[str, Any]]:
+            if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
+                raise ValueError("malformed view: expected a list of objects")
+            return [dict(x) for x in value]
+
+        if not isinstance(data, dict):
+            raise ValueError("a view is an object")
+        you, trial = data.get("you"), data.get("trial") or {}
+        if not (you is None or isinstance(you, dict)) or not isinstance(trial, dict):
+            raise ValueError("malformed view: 'you' and 'trial' are objects")
+        try:
+            out = cls(
+                viewer=str(data["viewer"]), version=int(data["version"]),
+                day=int(data["day"]), phase=str(data["phase"]),
+                phase_seq=int(data["phase_seq"]), roster=objects(data["roster"]),
+                events=objects(data["events"]),
+                legal=[LegalAction.from_dict(a) for a in data.get("legal", [])],
+                you=dict(you) if you is not None else None, trial=dict(trial),
+                result=data.get("result"), winners=[int(w) for w in data.get("winners", [])],
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed view: {exc!r}") from exc
+        if not all(type(e.get("v")) is int for e in out.events):
+            raise ValueError("malformed view: every event needs an integer 'v'")
+        return out
+
 
 def _roster_entry(p: Player, known: bool) -> dict[str, Any]:
     death = p.death

@@ -16,13 +16,14 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tossim import __version__
-from tossim.inference.registry import unavailable_reason
 from tossim.server import service
 from tossim.server.bus import make_bus
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import games, health, lobbies
 from tossim.server.runner import ActorHub
 from tossim.server.settings import Settings
+from tossim.server.workers import WorkerHub
+from tossim.server.workers import router as workers_router
 from tossim.server.ws import router as ws_router
 from tossim.store import Store
 
@@ -37,7 +38,7 @@ def demo_lobby(settings: Settings) -> service.LobbyIn:
     the demo backend (the bundled model) when it can run here, else all scripted."""
     backend = settings.demo_backend
     if backend != "scripted":
-        why = unavailable_reason(backend, settings.openai_url)
+        why = service.backend_unavailable(backend, settings)
         if why is not None:
             log.warning("demo: backend %s is not available (%s); scripted seats play", backend,
                         why)
@@ -97,7 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.store = store
         app.state.bus = bus
-        app.state.actors = ActorHub(store, bus, settings)
+        app.state.workers = WorkerHub()
+        app.state.actors = ActorHub(store, bus, settings, app.state.workers)
         app.state.mirrors = MirrorHub(store, bus)
         if settings.resume:
             resumed = await app.state.actors.resume_all()
@@ -124,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(lobbies.router)
     app.include_router(games.router)
     app.include_router(ws_router)
+    app.include_router(workers_router)
     if WEB_DIR.is_dir():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

@@ -27,11 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tossim.agents.async_match import ScriptedSeat
-from tossim.agents.llm_seat import LLMSeat
-from tossim.agents.loop import LoopConfig, ToolLoop
+from tossim.agents.llm_seat import LLMSeat, seat_from_spec
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.memory import SeatMemory
-from tossim.agents.personas import PERSONAS, persona_for
 from tossim.agents.summarize import fallback_summary, write_summary
 from tossim.engine import (
     Command,
@@ -51,10 +49,10 @@ from tossim.engine import (
 from tossim.engine.modes import DURATIONS
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
-from tossim.inference.base import Backend
 from tossim.inference.registry import MODEL_BACKENDS, shared_backend
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.server.settings import Settings
+from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import Store
 
 log = logging.getLogger(__name__)
@@ -73,22 +71,24 @@ class AISeat(Protocol):
 
 def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
                  summaries: dict[int, str] | None = None,
-                 settings: Settings | None = None) -> AISeat:
-    """The seat for a lobby's seat spec: a scripted bot, or a model seat on a
-    backend shared by the whole process (the model is loaded once)."""
+                 settings: Settings | None = None,
+                 workers: WorkerHub | None = None) -> AISeat:
+    """The seat for a lobby's seat spec: a scripted bot; a model seat on a
+    backend shared by the whole process (the model is loaded once); or, when
+    the server's inference runs on workers, a seat a worker plays."""
     backend = spec.get("backend") or "scripted"
     if backend == "scripted":
         return ScriptedSeat(slot, seed)
     if backend not in MODEL_BACKENDS:
         raise ValueError(f"AI backend {backend!r} is not available in this server")
     s = settings or Settings()
-    model = spec.get("model") or s.model
-    engine = shared_backend(backend, model, s.openai_url)
-    name = spec.get("persona")
-    persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
-    protocol = str(spec.get("protocol") or "xml")
-    return LLMSeat(slot, ToolLoop(engine, LoopConfig(protocol=protocol)), persona=persona,
-                   summaries=summaries, key=f"{game_id}:{slot}", seed=seed * 100 + slot)
+    summaries = summaries if summaries is not None else {}
+    if s.inference == "workers":
+        if workers is None:
+            raise ValueError("this server's model seats run on workers, but it has no hub")
+        return RemoteSeat(workers, game_id, slot, seed, spec, summaries)
+    engine = shared_backend(backend, spec.get("model") or s.model, s.openai_url)
+    return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)
 
 
 @dataclass
@@ -110,10 +110,12 @@ class SeatMetrics:
 class GameActor:
     def __init__(self, game_id: str, config: GameConfig, lobby: dict[str, Any],
                  store: Store, bus: Bus, settings: Settings,
-                 stored: list[tuple[int, str, dict[str, Any]]] | None = None) -> None:
+                 stored: list[tuple[int, str, dict[str, Any]]] | None = None,
+                 workers: WorkerHub | None = None) -> None:
         self.game_id = game_id
         self.config = config
         self.store, self.bus, self.settings = store, bus, settings
+        self.workers = workers
         self.speed = lobby.get("speed", "standard")
         seats = {int(s["slot"]): s for s in lobby.get("seats", [])}
         self.ai: dict[int, AISeat] = {}
@@ -123,8 +125,10 @@ class GameActor:
             spec = seats.get(slot, {"kind": "ai", "backend": "scripted"})
             if spec.get("kind", "ai") == "ai" or not spec.get("claimed", True):
                 self.ai[slot] = make_ai_seat(spec, slot, config.seed, game_id=game_id,
-                                             summaries=self.summaries, settings=settings)
-        self.models = {slot for slot, seat in self.ai.items() if isinstance(seat, LLMSeat)}
+                                             summaries=self.summaries, settings=settings,
+                                             workers=workers)
+        self.models = {slot for slot, seat in self.ai.items()
+                       if isinstance(seat, LLMSeat | RemoteSeat)}
         self.game: Game = new_game(config)
         self.seen = dict.fromkeys(self.ai, 0)
         self.metrics = {slot: SeatMetrics() for slot in self.ai}
@@ -208,6 +212,8 @@ class GameActor:
                                             winners=list(self.game.winners))
                 await self.bus.publish(game_channel(self.game_id),
                                        {"type": "ended", "version": self.game.version})
+                if self.workers is not None:
+                    await self.workers.forget(self.game_id)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -388,17 +394,30 @@ class GameActor:
         for slot, m in self.metrics.items():
             data = m.to_dict()
             seat = self.ai.get(slot)
-            if isinstance(seat, LLMSeat):
+            if isinstance(seat, LLMSeat | RemoteSeat):
                 data["agent"] = seat.metrics_dict()
             await self.store.save_metrics(self.game_id, slot, data)
 
     # ---- day summaries --------------------------------------------------------------------
-    def _summary_backend(self) -> Backend | None:
+    async def _write_summary(self, memory: SeatMemory, day: int) -> str:
+        """By the game's model (in this process, or on the game's worker) if it
+        has model seats, else extractively; a model that fails or does not
+        answer in time leaves the extractive summary."""
+        seed = self.game.config.seed + day
         for slot in sorted(self.models):
             seat = self.ai[slot]
-            if isinstance(seat, LLMSeat):
-                return seat.loop.backend
-        return None
+            try:
+                if isinstance(seat, LLMSeat):
+                    return await write_summary(seat.loop.backend, memory, day, seed=seed)
+                if isinstance(seat, RemoteSeat):
+                    return await asyncio.wait_for(seat.hub.summarize(
+                        self.game_id, seat.backend, memory, day, seed),
+                        self.settings.model_deadline)
+            except (TimeoutError, ConnectionError, ValueError):
+                log.warning("game %s: the model did not summarise day %d", self.game_id, day,
+                            exc_info=True)
+            break
+        return fallback_summary(memory, day)
 
     async def _summarize_ended_days(self) -> None:
         """Once a day is over (night fell, or the game ended), summarise its
@@ -411,9 +430,7 @@ class GameActor:
         self._summarized.add(day)
         memory = SeatMemory(0)
         memory.update(view(game, PUBLIC_VIEWER))
-        backend = self._summary_backend()
-        text = (await write_summary(backend, memory, day, seed=game.config.seed + day)
-                if backend is not None else fallback_summary(memory, day))
+        text = await self._write_summary(memory, day)
         self.summaries[day] = text
         await self.store.add_summary(self.game_id, day, text)
         await self.bus.publish(game_channel(self.game_id), {
@@ -423,8 +440,10 @@ class GameActor:
 class ActorHub:
     """The games this process runs."""
 
-    def __init__(self, store: Store, bus: Bus, settings: Settings) -> None:
+    def __init__(self, store: Store, bus: Bus, settings: Settings,
+                 workers: WorkerHub | None = None) -> None:
         self.store, self.bus, self.settings = store, bus, settings
+        self.workers = workers
         self.actors: dict[str, GameActor] = {}
 
     async def start_game(self, game_id: str,
@@ -440,7 +459,7 @@ class ActorHub:
             for s in row.seats
         ]
         actor = GameActor(game_id, GameConfig.from_dict(row.config), lobby, self.store,
-                          self.bus, self.settings, stored)
+                          self.bus, self.settings, stored, self.workers)
         self.actors[game_id] = actor
         await actor.start()
         asyncio.get_running_loop().create_task(self._forget_when_done(actor))

@@ -97,6 +97,15 @@ def all_ai(row: GameRow) -> bool:
     return not any(s.kind == "human" and s.claimed for s in row.seats)
 
 
+def backend_unavailable(backend: str, settings: Settings) -> str | None:
+    """Why this server cannot play model seats on `backend` (None: it can).
+    With inference on workers the workers run the models: a seat waits for
+    one that offers its backend."""
+    if settings.inference == "workers":
+        return None
+    return unavailable_reason(backend, settings.openai_url)
+
+
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                        settings: Settings | None = None) -> GameRow:
     slots = [s.slot for s in spec.seats]
@@ -112,7 +121,7 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                                     f"(available: {', '.join(AI_BACKENDS)})",
                                ("body", "seats", "backend"))
         if s.kind == "ai" and s.backend != "scripted":
-            why = unavailable_reason(s.backend, settings.openai_url if settings else None)
+            why = backend_unavailable(s.backend, settings or Settings())
             if why is not None:
                 raise ServiceError(422, f"AI backend {s.backend!r} is not available on this "
                                         f"server: {why}", ("body", "seats", "backend"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,6 +26,12 @@ class Settings(BaseSettings):
     # openai backend, the server's base URL.
     model: str | None = None
     openai_url: str | None = None
+    # Where model seats run: "local" (in this process, on the backend the seat
+    # names) or "workers" (`tossim worker` processes connected to /ws/workers;
+    # this process loads no model). Workers must present `worker_token`; with
+    # no token set, only workers on this machine are accepted.
+    inference: Literal["local", "workers"] = "local"
+    worker_token: str | None = None
     # Who plays the demo match: a model backend (local: the bundled model) or
     # scripted; `demo_model_seats` seats are the model's, the rest scripted.
     demo_backend: str = "local"

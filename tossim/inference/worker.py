@@ -1,0 +1,202 @@
+"""`tossim worker`: plays a server's model seats in a process of its own.
+
+A server started with `inference = "workers"` loads no model; this process
+loads one (any backend: vllm on a GPU, an OpenAI-compatible fleet, the bundled
+model on a CPU), connects to the server's `/ws/workers`, and plays the seats
+of the games it is given (see `tossim.server.workers` for the protocol). Each
+seat is the same `LLMSeat` the server would run itself, fed the seat's View,
+so prompts, tools, grammar and faults are identical; all seats' turns go to
+the one backend at once, which batches them.
+
+The worker reconnects after a lost connection (the server moves the games on
+and rebuilds a seat's memory from its events when the seat comes back); it
+gives up only when the server refuses its token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
+from tossim.agents.memory import SeatMemory
+from tossim.agents.summarize import write_summary
+from tossim.engine.view import View
+from tossim.inference.base import Backend
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME = 32 * 2**20  # a late-game view with every event is a few hundred kB
+REFUSALS = (4400, 4401)  # a bad hello, an unknown token: retrying won't help
+
+
+class WorkerRefused(RuntimeError):
+    """The server will not take this worker (wrong token): retrying won't help."""
+
+
+def workers_url(server: str, token: str | None) -> str:
+    """ws(s)://host/ws/workers?token=… for a server's base URL (http, https, ws, wss)."""
+    parts = urlsplit(server if "://" in server else f"http://{server}")
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    if scheme not in ("ws", "wss") or not parts.netloc:
+        raise ValueError(f"not a server URL: {server!r}")
+    query = f"token={quote(token, safe='')}" if token else ""
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/ws/workers", query, ""))
+
+
+class Worker:
+    """One worker process's seats, on one backend."""
+
+    def __init__(self, server: str, backend_name: str, backend: Backend, *,
+                 token: str | None = None, name: str | None = None) -> None:
+        self.url = workers_url(server, token)
+        self.backend_name = backend_name
+        self.backend = backend
+        self.name = name or socket.gethostname()
+        self.seats: dict[tuple[str, int], LLMSeat] = {}
+        # the request each seat is working on (a seat plays one turn at a time)
+        self.turns: dict[tuple[str, int], tuple[str, asyncio.Task[None]]] = {}
+        self.summaries: dict[str, dict[int, str]] = {}  # game -> day -> text
+        self.decisions = 0
+        self.summarized = 0
+        self.connected = asyncio.Event()
+        self._send_lock = asyncio.Lock()
+
+    async def run(self, *, retry: float = 1.0, max_retry: float = 30.0) -> None:
+        """Serve until cancelled, reconnecting with backoff (WorkerRefused
+        if the server rejects the token)."""
+        delay = retry
+        while True:
+            try:
+                async with connect(self.url, max_size=MAX_FRAME, open_timeout=30) as ws:
+                    await self.serve(ws)
+                    delay = retry
+            except WorkerRefused:
+                raise
+            except (OSError, ConnectionClosed, InvalidStatus, TimeoutError) as exc:
+                log.warning("worker: connection to %s lost or refused (%s); retrying in %.0f s",
+                            self.url.split("?")[0], exc, delay)
+            finally:
+                self.connected.clear()
+                self.seats.clear()  # the server resends each seat's whole view
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_retry)
+
+    async def serve(self, ws: ClientConnection) -> None:
+        """One connection: hello, then answer requests until it closes."""
+        await ws.send(json.dumps({"type": "hello", "backends": [self.backend_name],
+                                  "name": self.name}))
+        tasks: set[asyncio.Task[None]] = set()
+        self.turns.clear()
+        try:
+            async for frame in ws:
+                try:
+                    message = json.loads(frame)
+                    kind = message.get("type")
+                except (ValueError, AttributeError):
+                    log.warning("worker: the server sent a frame that is not a JSON object")
+                    continue
+                if kind == "welcome":
+                    log.info("worker %s: connected as %s", self.name, message.get("worker"))
+                    self.connected.set()
+                elif kind in ("decide", "summarize"):
+                    task = asyncio.create_task(self._answer(ws, message))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                    if kind == "decide":
+                        self._track(message, task)
+                elif kind == "cancel":
+                    self._cancel(rid=str(message.get("id")))
+                elif kind == "forget":
+                    game = str(message.get("game"))
+                    self._cancel(game=game)
+                    self.forget(game)
+        except ConnectionClosed:
+            pass
+        finally:
+            for task in tasks:
+                task.cancel()
+        if ws.close_code in REFUSALS:
+            raise WorkerRefused(f"the server refused this worker: {ws.close_reason}")
+        raise ConnectionError(f"closed by the server ({ws.close_code} {ws.close_reason})")
+
+    def _track(self, message: dict[str, Any], task: asyncio.Task[None]) -> None:
+        """A new turn for a seat replaces the one it may still be playing: the
+        server waits for one turn per seat, so an older one is abandoned."""
+        seat = (str(message.get("game")), message.get("slot"))
+        if not isinstance(seat[1], int):
+            return
+        key = (seat[0], seat[1])
+        old = self.turns.get(key)
+        if old is not None:
+            old[1].cancel()
+        self.turns[key] = (str(message.get("id")), task)
+
+        def done(_: asyncio.Task[None]) -> None:
+            if self.turns.get(key, (None, None))[1] is task:
+                del self.turns[key]
+
+        task.add_done_callback(done)
+
+    def _cancel(self, *, rid: str | None = None, game: str | None = None) -> None:
+        """Stop the turn answering request `rid`, or every turn of `game`."""
+        for (seat_game, _slot), (turn_rid, task) in list(self.turns.items()):
+            if turn_rid == rid or seat_game == game:
+                task.cancel()
+
+    async def _answer(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+        try:
+            if message["type"] == "decide":
+                reply = await self.decide(message)
+            else:
+                reply = await self.summarize(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("worker: %s request failed", message.get("type"))
+            reply = {"type": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
+        reply["id"] = message.get("id")
+        async with self._send_lock:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps(reply))
+
+    async def decide(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One seat's turn: its View in, its commands and this turn's metrics out."""
+        game, slot = str(message["game"]), int(message["slot"])
+        obs = View.from_dict(message["view"])
+        days = self.summaries.setdefault(game, {})
+        days.update({int(d): str(t) for d, t in dict(message.get("summaries") or {}).items()})
+        seat = self.seats.get((game, slot))
+        if seat is None or message.get("fresh"):
+            seat = seat_from_spec(dict(message.get("spec") or {}), slot, int(message["seed"]),
+                                  self.backend, game_id=game, summaries=days)
+            self.seats[(game, slot)] = seat
+        turns = seat.metrics.turns
+        commands = await seat.decide(obs)
+        turn = AgentMetrics()
+        if seat.metrics.turns > turns and seat.last is not None:
+            turn.add(seat.last)
+        self.decisions += 1
+        return {"type": "decided", "commands": [c.to_dict() for c in commands],
+                "turn": vars(turn)}
+
+    async def summarize(self, message: dict[str, Any]) -> dict[str, Any]:
+        memory = SeatMemory(0)
+        memory.update(View.from_dict(message["view"]))
+        text = await write_summary(self.backend, memory, int(message["day"]),
+                                   seed=int(message.get("seed", 0)))
+        self.summarized += 1
+        return {"type": "summary", "text": text}
+
+    def forget(self, game: str) -> None:
+        for key in [k for k in self.seats if k[0] == game]:
+            del self.seats[key]
+        self.summaries.pop(game, None)
