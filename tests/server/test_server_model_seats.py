@@ -44,6 +44,9 @@ async def test_model_seats_play_a_fast_game(server_factory: ServerFactory,
         agent = m["agent"]
         assert agent["turns"] >= 2 and agent["malformed"] == 0 and agent["forced"] == 0
         assert agent["generated_tokens"] > 0 and agent["prompt_tokens"] > 0
+        # resumed segments re-use the cached context: a rate, never above 1
+        assert agent["requested_tokens"] >= agent["prompt_tokens"]
+        assert 0 < agent["cache_hit_rate"] <= 1 and agent["cached_tokens"] > 0
     assert sum(m["agent"]["tool_calls"] for m in metrics.values()) > 0
 
 

@@ -31,6 +31,7 @@ class AgentMetrics:
     segments: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    requested_tokens: int = 0
     cached_tokens: int = 0
     truncated: int = 0
     malformed: int = 0
@@ -47,6 +48,7 @@ class AgentMetrics:
         self.segments += s.segments
         self.prompt_tokens += s.prompt_tokens
         self.generated_tokens += s.generated_tokens
+        self.requested_tokens += s.requested_tokens
         self.cached_tokens += s.cached_tokens
         self.truncated += s.truncated
         self.malformed += s.malformed
@@ -58,7 +60,7 @@ class AgentMetrics:
 
     def merge(self, other: AgentMetrics) -> None:
         for name in ("turns", "tool_calls", "segments", "prompt_tokens", "generated_tokens",
-                     "cached_tokens", "truncated", "malformed", "forced"):
+                     "requested_tokens", "cached_tokens", "truncated", "malformed", "forced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults)):
             for k, n in theirs.items():
@@ -95,7 +97,9 @@ class AgentMetrics:
             "turns": self.turns, "actions": dict(sorted(self.actions.items())),
             "tool_calls": self.tool_calls, "segments": self.segments,
             "prompt_tokens": self.prompt_tokens, "generated_tokens": self.generated_tokens,
-            "cached_tokens": self.cached_tokens, "truncated": self.truncated,
+            "requested_tokens": self.requested_tokens, "cached_tokens": self.cached_tokens,
+            "cache_hit_rate": round(self.cached_tokens / max(self.requested_tokens, 1), 3),
+            "truncated": self.truncated,
             "malformed": self.malformed, "forced": self.forced,
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
             "mean_turn_seconds": round(self.seconds / turns, 3),

@@ -66,9 +66,10 @@ class LoopConfig:
 
 @dataclass
 class TurnStats:
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # the turn's prompt
     generated_tokens: int = 0
-    cached_tokens: int = 0
+    requested_tokens: int = 0  # context sent with each request (the prompt grows per segment)
+    cached_tokens: int = 0  # of those, served from the backend's prefix cache
     segments: int = 0
     tool_calls: int = 0
     truncated: int = 0  # segments closed by the loop after max_tokens
@@ -181,6 +182,7 @@ class ToolLoop:
             tuple(ids), budget, regex=regex, seed=seed, temperature=self.config.temperature,
             key=key))
         stats.generated_tokens += len(res.token_ids)
+        stats.requested_tokens += len(ids)
         stats.cached_tokens += res.cached_tokens
         gen, text, closing = list(res.token_ids), res.text, ""
         if res.finish_reason == "length":
