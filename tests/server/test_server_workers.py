@@ -134,7 +134,7 @@ async def test_a_game_moves_to_another_worker_when_its_worker_leaves(
 async def _raw_worker(server: Server, answer: Callable[[dict[str, Any], int], Any],
                       stop: asyncio.Event) -> None:
     """A hand-written worker: `answer(request, n)` gives the frame to send back
-    (a dict is sent as JSON, a str as it is, None: no answer)."""
+    (a dict is sent as JSON, str and bytes as they are, None: no answer)."""
     async with connect(workers_url(server.base_url, None)) as ws:
         await ws.send(json.dumps({"type": "hello", "backends": ["local"], "name": "raw"}))
         n = 0
@@ -145,7 +145,8 @@ async def _raw_worker(server: Server, answer: Callable[[dict[str, Any], int], An
                     n += 1
                     frame = answer(message, n)
                     if frame is not None:
-                        await ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+                        await ws.send(frame if isinstance(frame, str | bytes)
+                                      else json.dumps(frame))
 
 
 async def test_a_worker_that_answers_garbage_cannot_corrupt_the_game(
@@ -157,6 +158,7 @@ async def test_a_worker_that_answers_garbage_cannot_corrupt_the_game(
         other = slot % 7 + 1
         bad: list[Any] = [
             "not json at all",
+            b"\x00\x01 a binary frame",
             {"type": "decided", "id": "no-such-request", "commands": []},
             {"type": "decided", "id": rid, "commands": "vote 3"},
             {"type": "decided", "id": rid, "commands": [{"type": "fly", "to": "moon"}]},
@@ -202,7 +204,7 @@ async def test_workers_need_the_token_and_a_proper_hello(
     async def close_code(token: str | None, hello: Any) -> int | None:
         async with connect(workers_url(server.base_url, token)) as ws:
             with contextlib.suppress(ConnectionClosed):
-                await ws.send(json.dumps(hello))
+                await ws.send(hello if isinstance(hello, bytes) else json.dumps(hello))
                 while True:
                     reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
                     if reply.get("type") == "welcome":
@@ -214,6 +216,7 @@ async def test_workers_need_the_token_and_a_proper_hello(
     assert await close_code("wrong", hello) == 4401
     assert await close_code("s3cret", {"type": "hello", "backends": ["gpt-9"]}) == 4400
     assert await close_code("s3cret", ["not", "an", "object"]) == 4400
+    assert await close_code("s3cret", b"\x00binary hello") == 4400
     assert await close_code("s3cret", hello) is None
     assert not server.app.state.workers.links  # every one of them left again
 

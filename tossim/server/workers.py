@@ -265,8 +265,9 @@ async def worker_socket(ws: WebSocket, token: str = "") -> None:
         name = str(hello.get("name") or "worker")[:64]
         if hello.get("type") != "hello" or not backends:
             raise ValueError(f"expected hello with one of {', '.join(MODEL_BACKENDS)}")
-    except (TimeoutError, ValueError, AttributeError, TypeError) as exc:
-        await ws.close(code=CLOSE_PROTOCOL, reason=f"bad hello: {exc}"[:120])
+    except (TimeoutError, ValueError, AttributeError, TypeError, KeyError) as exc:
+        # KeyError: a binary frame (receive_text finds no text)
+        await ws.close(code=CLOSE_PROTOCOL, reason=f"bad hello: {exc!r}"[:120])
         return
     except WebSocketDisconnect:
         return
@@ -275,12 +276,11 @@ async def worker_socket(ws: WebSocket, token: str = "") -> None:
     try:
         await link.send({"type": "welcome", "worker": link.id})
         while True:
-            text = await ws.receive_text()
             try:
-                message = json.loads(text)
+                message = json.loads(await ws.receive_text())
                 if not isinstance(message, dict):
                     raise ValueError("not an object")
-            except ValueError:
+            except (ValueError, KeyError):  # KeyError: a binary frame
                 log.warning("worker %s sent a frame that is not a JSON object", name)
                 continue
             link.answer(message)
