@@ -64,14 +64,13 @@ class WorkerReplyError(ValueError):
 
 
 class WorkerLink:
-    """One connected worker: its backends, its games, its open requests."""
+    """One connected worker: its backends and its open requests."""
 
     def __init__(self, ws: WebSocket, backends: set[str], name: str) -> None:
         self.ws = ws
         self.id = uuid.uuid4().hex[:12]
         self.name = name
         self.backends = backends
-        self.games: set[str] = set()
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._send_lock = asyncio.Lock()
@@ -141,11 +140,15 @@ class WorkerHub:
         link.close()
         async with self._changed:
             self.links.pop(link.id, None)
+            games = self.games_of(link)
             for key in [k for k, w in self.assigned.items() if w is link]:
                 del self.assigned[key]
             self._changed.notify_all()
         log.info("worker %s (%s) disconnected; its %d game(s) move", link.name, link.id,
-                 len(link.games))
+                 len(games))
+
+    def games_of(self, link: WorkerLink) -> set[str]:
+        return {game for (game, _), w in self.assigned.items() if w is link}
 
     async def link_for(self, game_id: str, backend: str) -> WorkerLink:
         """The game's worker; a new game (or one whose worker left) goes to
@@ -157,8 +160,7 @@ class WorkerHub:
                     return link
                 able = [w for w in self.links.values() if backend in w.backends and not w.closed]
                 if able:
-                    link = min(able, key=lambda w: (len(w.games), w.id))
-                    link.games.add(game_id)
+                    link = min(able, key=lambda w: (len(self.games_of(w)), w.id))
                     self.assigned[(game_id, backend)] = link
                     return link
                 await self._changed.wait()
@@ -167,7 +169,6 @@ class WorkerHub:
         """The game ended: its worker may drop the game's seats and caches."""
         links = {self.assigned.pop(k) for k in [k for k in self.assigned if k[0] == game_id]}
         for link in links:
-            link.games.discard(game_id)
             with contextlib.suppress(Exception):
                 await link.send({"type": "forget", "game": game_id})
 
