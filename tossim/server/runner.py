@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
+MODEL_SEATS = (LLMSeat, RemoteSeat)  # played by a model, here or on a worker
 
 
 class AISeat(Protocol):
@@ -128,7 +129,7 @@ class GameActor:
                                              summaries=self.summaries, settings=settings,
                                              workers=workers)
         self.models = {slot for slot, seat in self.ai.items()
-                       if isinstance(seat, LLMSeat | RemoteSeat)}
+                       if isinstance(seat, MODEL_SEATS)}
         self.game: Game = new_game(config)
         self.seen = dict.fromkeys(self.ai, 0)
         self.metrics = {slot: SeatMetrics() for slot in self.ai}
@@ -394,29 +395,29 @@ class GameActor:
         for slot, m in self.metrics.items():
             data = m.to_dict()
             seat = self.ai.get(slot)
-            if isinstance(seat, LLMSeat | RemoteSeat):
+            if isinstance(seat, MODEL_SEATS):
                 data["agent"] = seat.metrics_dict()
             await self.store.save_metrics(self.game_id, slot, data)
 
     # ---- day summaries --------------------------------------------------------------------
-    async def _write_summary(self, memory: SeatMemory, day: int) -> str:
+    async def _write_summary(self, public: View, day: int) -> str:
         """By the game's model (in this process, or on the game's worker) if it
         has model seats, else extractively; a model that fails or does not
         answer in time leaves the extractive summary."""
+        memory = SeatMemory(0)
+        memory.update(public)
         seed = self.game.config.seed + day
-        for slot in sorted(self.models):
-            seat = self.ai[slot]
-            try:
-                if isinstance(seat, LLMSeat):
-                    return await write_summary(seat.loop.backend, memory, day, seed=seed)
-                if isinstance(seat, RemoteSeat):
-                    return await asyncio.wait_for(seat.hub.summarize(
-                        self.game_id, seat.backend, memory, day, seed),
-                        self.settings.model_deadline)
-            except (TimeoutError, ConnectionError, ValueError):
-                log.warning("game %s: the model did not summarise day %d", self.game_id, day,
-                            exc_info=True)
-            break
+        seat = self.ai[min(self.models)] if self.models else None
+        try:
+            if isinstance(seat, LLMSeat):
+                return await write_summary(seat.loop.backend, memory, day, seed=seed)
+            if isinstance(seat, RemoteSeat):
+                return await asyncio.wait_for(
+                    seat.hub.summarize(self.game_id, seat.backend, public, day, seed),
+                    self.settings.model_deadline)
+        except (TimeoutError, ConnectionError, ValueError):
+            log.warning("game %s: the model did not summarise day %d", self.game_id, day,
+                        exc_info=True)
         return fallback_summary(memory, day)
 
     async def _summarize_ended_days(self) -> None:
@@ -428,9 +429,7 @@ class GameActor:
         if not (game.phase is Phase.NIGHT or game.ended) or day in self._summarized:
             return
         self._summarized.add(day)
-        memory = SeatMemory(0)
-        memory.update(view(game, PUBLIC_VIEWER))
-        text = await self._write_summary(memory, day)
+        text = await self._write_summary(view(game, PUBLIC_VIEWER), day)
         self.summaries[day] = text
         await self.store.add_summary(self.game_id, day, text)
         await self.bus.publish(game_channel(self.game_id), {

@@ -35,12 +35,12 @@ import itertools
 import json
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.agents.llm_seat import AgentMetrics
-from tossim.agents.memory import SeatMemory
 from tossim.engine import Command, MalformedCommand, View, command_from_dict
 from tossim.inference.registry import MODEL_BACKENDS
 
@@ -172,12 +172,11 @@ class WorkerHub:
             with contextlib.suppress(Exception):
                 await link.send({"type": "forget", "game": game_id})
 
-    async def summarize(self, game_id: str, backend: str, memory: SeatMemory, day: int,
+    async def summarize(self, game_id: str, backend: str, public: View, day: int,
                         seed: int) -> str:
-        """Day `day`'s summary, written by the game's worker from the public view."""
-        view = View(viewer="public", version=memory.version, day=memory.day,
-                    phase=memory.phase, phase_seq=memory.phase_seq, roster=memory.roster,
-                    events=[e for e in memory.events if e.get("day") == day], legal=[])
+        """Day `day`'s summary, written by the game's worker from the public
+        view (only that day's events travel)."""
+        view = replace(public, events=[e for e in public.events if e.get("day") == day])
         link = await self.link_for(game_id, backend)
         reply = await link.request({"type": "summarize", "game": game_id, "backend": backend,
                                     "day": day, "seed": seed, "view": view.to_dict()})
