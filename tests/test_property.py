@@ -43,7 +43,6 @@ from tossim.engine import (
 )
 from tossim.engine.modes import CLASSIC, RANDOM_TOWN, TOWN_KILLING
 from tossim.engine.roles import ROLES, Faction
-from tossim.engine.roles.registry import RANDOM_TOWN_EXCLUDED
 from tossim.engine.victory import STALEMATES
 
 SEEDS = range(1000)
@@ -148,7 +147,7 @@ def check_deal(game: Game) -> list[str]:
         problems.append(f"unexpected roles {left}")
         return problems
     town = {k for k, r in ROLES.items()
-            if r.faction is Faction.TOWN and k not in RANDOM_TOWN_EXCLUDED}
+            if r.faction is Faction.TOWN and not r.custom_only}
     tk = [r for r in left if r in ("veteran", "vigilante")]
     if TOWN_KILLING in flexible and not tk:
         problems.append(f"no Town Killing role among {left}")

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import typer
 
 from tossim import replay as replay_mod
 from tossim.engine import Game, GameConfig
+from tossim.engine.rules import ConfigError, make_config
 from tossim.engine.view import parse_viewer, project_event, visible_events
 from tossim.transcript import render_lines
 
@@ -49,11 +51,24 @@ def summary(game: Game, faults: dict[int, int] | None = None) -> dict[str, Any]:
     }
 
 
+def _config(mode: str, players: int | None, seed: int, roles: str | None) -> GameConfig:
+    """The game config for --mode/--players/--roles; a list that cannot be dealt
+    exits with the engine's reason, naming the slot."""
+    try:
+        return make_config(mode, players, seed, roles)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--roles" if roles else "--mode") from None
+
+
 @app.command()
 def play(
-    mode: str = typer.Option("classic", help="Game mode."),
-    players: int = typer.Option(15, help="Number of players (Classic: 7-15)."),
+    mode: str = typer.Option("classic", help="Game mode: classic, ranked, all_any, custom."),
+    players: int | None = typer.Option(None, help="Number of players (default: 15, or the "
+                                                  "role list's length; Classic: 7-15)."),
     seed: int = typer.Option(1, help="Seed: the same seed plays the same game."),
+    roles: str | None = typer.Option(None, help="A custom role list, comma-separated slots: "
+                                                "roles, categories ('Town Investigative'), "
+                                                "'Random Mafia', 'Any'. Implies --mode custom."),
     view: str = typer.Option("omniscient",
                              help="Whose transcript to print: public, omniscient, or a "
                                   "player (seat number or name)."),
@@ -74,7 +89,7 @@ def play(
                                                    "day summaries (JSON) to this file."),
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
-    config = GameConfig(mode=mode, players=players, seed=seed)
+    config = _config(mode, players, seed, roles)
     if ai == "scripted":
         from tossim.agents.match import play_match
 
@@ -264,15 +279,21 @@ def _pin_one_core() -> None:
 @bench_app.command("engine")
 def bench_engine(
     games: int = typer.Option(200, help="Number of complete games."),
-    players: int = typer.Option(15, help="Players per game."),
+    players: int | None = typer.Option(None, help="Players per game (default 15, or the "
+                                                  "role list's length)."),
     seed: int = typer.Option(0, help="First seed."),
+    mode: str = typer.Option("classic", help="Game mode: classic, ranked, all_any, custom."),
+    roles: str | None = typer.Option(None, help="A custom role list (implies --mode custom)."),
 ) -> None:
-    """Complete Classic games with scripted bots on one core: games/s and events/s,
-    with an engine-only replay of the same command logs as the baseline."""
+    """Complete games of one mode with scripted bots on one core: games/s and
+    events/s, with an engine-only replay of the same command logs as the
+    baseline, and the winner distribution."""
     from tossim.agents.match import play_match
+    from tossim.engine.modes import get_mode
 
     _pin_one_core()
-    configs = [GameConfig(players=players, seed=seed + i) for i in range(games)]
+    first = _config(mode, players, seed, roles)
+    configs = [replace(first, seed=seed + i) for i in range(games)]
     logs: list[tuple[GameConfig, list[dict[str, Any]]]] = []
     events = 0
     results: Counter[str] = Counter()
@@ -282,7 +303,7 @@ def bench_engine(
         game = play_match(c).game
         events += len(game.events)
         logs.append((c, game.commands))  # keep the logs, not the games
-        results[game.result or "unfinished"] += 1
+        results[game.result or "unfinished"] += 1  # an exception stops the bench
         for w in game.winners:
             if game.player(w).spec.win in ("jester", "executioner"):
                 results[f"co-win {game.player(w).original_role}->{game.player(w).role}"] += 1
@@ -292,8 +313,8 @@ def bench_engine(
     for c, commands in logs:
         replay_mod.rerun(c, commands)
     base = time.perf_counter() - t0
-    typer.echo(f"bench engine: {games} games x {players} players, Classic, scripted bots, "
-               f"one core")
+    typer.echo(f"bench engine: {games} games x {first.players} players, "
+               f"{get_mode(first.mode).name}, scripted bots, one core")
     typer.echo(f"  full games (engine + bots): {games / full:8.1f} games/s "
                f"{events / full:10.0f} events/s")
     typer.echo(f"  baseline (engine replay):   {games / base:8.1f} games/s "

@@ -3,7 +3,9 @@ from the rules the engine plays (a test compares the file with this output)."""
 
 from __future__ import annotations
 
-from tossim.engine.modes import CLASSIC, RuleFlags
+from itertools import groupby
+
+from tossim.engine.modes import MODES, RuleFlags
 from tossim.engine.roles import GROUP_OF, ROLES, Level, Role
 
 
@@ -53,12 +55,23 @@ def roles_markdown() -> str:
     lines += ["", "## Role cards", ""]
     for r in ROLES.values():
         lines += [f"### {r.name}", "", f"*{r.alignment}.* {r.summary}", "", f"Goal: {r.goal}", ""]
-    lines += ["## Classic role list", "",
-              "Seats take the first N slots (7-15 players), then roles are shuffled over "
-              "the seats.", ""]
-    lines += [f"{i}. {slot.replace('_', ' ').title()}" for i, slot in
-              enumerate(CLASSIC.slots, start=1)]
-    lines += ["", "## Rule flags and their defaults", "",
+    lines += ["## Modes and role lists", "",
+              "A slot is a role, an alignment category (`Town Investigative`), a faction "
+              "(`Random Town`, `Random Mafia`, `Random Neutral`) or `Any`. Slots are dealt "
+              "most specific first, unique roles at most once, then shuffled over the "
+              "seats. Custom-only roles "
+              f"({', '.join(r.name for r in ROLES.values() if r.custom_only) or 'none'}) "
+              "come only from custom lists (`tossim play --roles \"Jailor, Any, ...\"`).", ""]
+    for m in MODES.values():
+        players = (f"{m.min_players}-{m.max_players}" if m.min_players != m.max_players
+                   else str(m.max_players))
+        lines += [f"### {m.name} (`{m.key}`, {players} players)", "", m.description, ""]
+        if m.custom:
+            continue
+        names = [slot.replace("_", " ").title() if slot.islower() else slot for slot in m.slots]
+        runs = [(name, len(list(group))) for name, group in groupby(names)]
+        lines += ["- " + ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in runs), ""]
+    lines += ["## Rule flags and their defaults", "",
               "| Flag | Default |", "|---|---|"]
     for name, value in RuleFlags().to_dict().items():
         lines.append(f"| `{name}` | `{value}` |")

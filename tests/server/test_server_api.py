@@ -50,6 +50,26 @@ async def test_create_lobby_and_validation(server: Server) -> None:
     r = await c.post("/api/lobbies", json={"players": 7, "seats": [{"slot": 2}, {"slot": 2}]})
     (err,) = r.json()["detail"]
     assert err["loc"] == ["body", "seats"] and "unique" in err["msg"]
+    # a custom role list that cannot be dealt: 422 naming the slot, nothing created
+    before = len((await c.get("/api/lobbies")).json())
+    for roles, loc, text in (
+            (["Jailor", "Sheriff", "Jailor", "Godfather", "Jester", "Doctor", "Mafioso"],
+             ["body", "roles", 2], "slot 3 ('Jailor'): Jailor is unique"),
+            (["Jailor", "Sherif", "Godfather", "Jester", "Doctor", "Mafioso", "Any"],
+             ["body", "roles", 1], "slot 2 ('Sherif'): not a role")):
+        r = await c.post("/api/lobbies", json={"mode": "custom", "roles": roles})
+        assert r.status_code == 422, r.text
+        (err,) = r.json()["detail"]
+        assert err["loc"] == loc and text in err["msg"], err
+    r = await c.post("/api/lobbies", json={"mode": "ranked", "players": 9})
+    assert r.status_code == 422 and "needs 15 players" in r.text
+    assert len((await c.get("/api/lobbies")).json()) == before
+    r = await c.post("/api/lobbies", json={"mode": "custom", "roles": [
+        "Jailor", "Town Investigative", "Random Town", "Godfather", "Random Mafia",
+        "Neutral Evil", "Any"]})
+    assert r.status_code == 201, r.text
+    assert r.json()["players"] == 7 and r.json()["mode"] == "custom"
+
     r = await c.post("/api/lobbies", content=b"{not json", headers={"content-type":
                                                                       "application/json"})
     assert r.status_code == 422

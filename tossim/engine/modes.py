@@ -47,6 +47,9 @@ class RuleFlags:
     draw_from_day: int = 7
     # A6 Apply the stalemate table (see victory.py) when two opposing players remain.
     stalemate_table: bool = True
+    # A5 Custom lists: whether their "Any" slots may deal the custom-only roles
+    # (Vampire, Vampire Hunter); their exact, category and faction slots always may.
+    any_deals_custom_only: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> RuleFlags:
@@ -63,12 +66,20 @@ class RuleFlags:
 
 @dataclass(frozen=True)
 class Mode:
+    """A mode deals `slots` (role-list slots, see role_lists.py); with fewer
+    than `max_players` players, only the first N. `custom` modes take their
+    slots from the game config instead."""
+
     key: str
     name: str
-    slots: tuple[str, ...]  # role keys or a random category
+    slots: tuple[str, ...]  # role keys, categories, "random_town", "Any" ...
     min_players: int
     max_players: int
     flags: RuleFlags = field(default_factory=RuleFlags)
+    custom: bool = False
+    description: str = ""
+    # At most this many roles of a faction (All Any: "0 to 5 Mafia", A5).
+    faction_caps: tuple[tuple[str, int], ...] = ()
 
 
 CLASSIC = Mode(
@@ -81,9 +92,51 @@ CLASSIC = Mode(
     ),
     min_players=7,
     max_players=15,
+    description="The original 15-slot list; smaller games use its first N slots.",
 )
 
-MODES: dict[str, Mode] = {CLASSIC.key: CLASSIC}
+# A5: 9 Town, 4 Mafia, 2 Neutral.
+RANKED_PRACTICE = Mode(
+    key="ranked",
+    name="Ranked Practice",
+    slots=(
+        "Jailor", "Town Investigative", "Town Investigative", "Town Protective",
+        "Town Killing", "Town Support", "Random Town", "Random Town", "Random Town",
+        "Godfather", "Mafioso", "Random Mafia", "Random Mafia", "Neutral Killing",
+        "Neutral Evil",
+    ),
+    min_players=15,
+    max_players=15,
+    description="Ranked's list: 9 Town, 4 Mafia, 2 Neutral.",
+)
+
+# A5: every slot Any, unique roles at most once; a game with no opposing
+# factions ends at the start of Day 2 (victory.py's ordinary check does that).
+ALL_ANY = Mode(
+    key="all_any",
+    name="All Any",
+    slots=("Any",) * 15,
+    min_players=7,
+    max_players=15,
+    description="Every slot Any (unique roles at most once); 0 to 5 Mafia.",
+    faction_caps=(("mafia", 5),),
+)
+
+# A custom list: the slots come from GameConfig.role_list.
+CUSTOM = Mode(
+    key="custom",
+    name="Custom",
+    slots=(),
+    min_players=1,
+    max_players=15,
+    custom=True,
+    description="Your own list of slots: roles, categories, Random Town/Mafia/Neutral, Any.",
+)
+
+MODES: dict[str, Mode] = {m.key: m for m in (CLASSIC, RANKED_PRACTICE, ALL_ANY, CUSTOM)}
+# Names people type for the same modes.
+_ALIASES = {"ranked_practice": "ranked", "ranked practice": "ranked", "allany": "all_any",
+            "all any": "all_any", "all-any": "all_any"}
 
 # Standard phase lengths in seconds (rules reference A1). The engine never reads
 # a clock: the server turns these into PhaseTimeout commands.
@@ -96,7 +149,8 @@ DURATIONS: dict[str, dict[str, int]] = {
 
 
 def get_mode(key: str) -> Mode:
+    norm = key.strip().lower()
     try:
-        return MODES[key]
+        return MODES[_ALIASES.get(norm, norm)]
     except KeyError:
         raise ValueError(f"unknown mode {key!r}; known: {', '.join(MODES)}") from None

@@ -8,8 +8,9 @@ clock; the server turns phase durations into `PhaseTimeout` commands.
 from __future__ import annotations
 
 import random
+from typing import Any
 
-from tossim.engine import legal, phases
+from tossim.engine import legal, phases, role_lists
 from tossim.engine.commands import (
     Chat,
     Command,
@@ -24,41 +25,84 @@ from tossim.engine.commands import (
 )
 from tossim.engine.events import PUBLIC, Audience, Event, to
 from tossim.engine.log import emit
-from tossim.engine.modes import RANDOM_TOWN, TOWN_KILLING, get_mode
-from tossim.engine.roles import ROLES, Faction, find_role, town_roles
+from tossim.engine.modes import CUSTOM, get_mode
+from tossim.engine.role_lists import ConfigError, RoleListError
+from tossim.engine.roles import ROLES, Faction, find_role
 from tossim.engine.state import Game, GameConfig, Phase, Player
 
 
-class ConfigError(ValueError):
-    """A game config that cannot produce a game (bad player count, unknown role ...)."""
+def role_list(config: GameConfig) -> tuple[str, ...]:
+    """The slots this game deals: a custom list, or the mode's first N slots."""
+    mode = get_mode(config.mode)
+    if mode.custom:
+        return config.role_list
+    return mode.slots[: config.players]
 
 
-def deal(config: GameConfig, rng: random.Random) -> list[str]:
-    """Role keys in seat order: the mode's first N slots, random slots drawn,
-    then shuffled over the seats; or the config's fixed roles."""
+def check_config(config: GameConfig) -> None:
+    """Refuse a config whose roles cannot be dealt, naming the slot and the
+    reason (RoleListError, a ConfigError) before any game is made."""
     if config.roles:
         if len(config.roles) != config.players:
             raise ConfigError(f"{len(config.roles)} roles for {config.players} players")
-        keys = []
-        for name in config.roles:
-            r = find_role(name)
-            if r is None:
-                raise ConfigError(f"unknown role {name!r}")
-            keys.append(r.key)
-        return keys
+        for i, name in enumerate(config.roles, start=1):
+            if find_role(name) is None:
+                raise RoleListError(i, name, "unknown role")
+        return
+    try:
+        mode = get_mode(config.mode)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if config.role_list and not mode.custom:
+        raise ConfigError(f"a role list needs mode 'custom', not {config.mode!r}")
+    if mode.custom and not config.role_list:
+        raise ConfigError("mode 'custom' needs a role list")
+    if not mode.custom and not mode.min_players <= config.players <= mode.max_players:
+        span = str(mode.max_players) if mode.min_players == mode.max_players \
+            else f"{mode.min_players}-{mode.max_players}"
+        raise ConfigError(f"{mode.name} needs {span} players, not {config.players}")
+    if not 1 <= config.players <= CUSTOM.max_players:
+        raise ConfigError(f"games have 1-{CUSTOM.max_players} players, not {config.players}")
+    flags = config.rule_flags()
+    role_lists.check(role_lists.parse_role_list(role_list(config)), config.players,
+                     custom=mode.custom, any_custom_only=flags.any_deals_custom_only)
+
+
+def make_config(mode: str = "classic", players: int | None = None, seed: int = 0,
+                roles: str | list[str] | None = None, **extra: Any) -> GameConfig:
+    """A checked config from what a person types: a mode, or a custom role list
+    ("Jailor, Town Investigative, Any" or a list of slots), which implies mode
+    "custom" and, unless given, the player count. Raises ConfigError (a
+    RoleListError names the slot) for anything that cannot be dealt."""
+    role_list: tuple[str, ...] = ()
+    if roles:
+        role_list = tuple(role_lists.split_role_list(roles) if isinstance(roles, str)
+                          else roles)
+        if mode not in ("classic", "custom"):
+            raise ConfigError(f"a role list is its own mode ('custom'), not {mode!r}")
+        mode = "custom"
+    try:
+        m = get_mode(mode)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if players is None:
+        players = len(role_list) if role_list else m.max_players
+    config = GameConfig(mode=m.key, players=players, seed=seed, role_list=role_list, **extra)
+    check_config(config)
+    return config
+
+
+def deal(config: GameConfig, rng: random.Random) -> list[str]:
+    """Role keys in seat order: the config's fixed roles; or the role list's
+    slots dealt (role_lists.deal) and shuffled over the seats."""
+    check_config(config)
+    if config.roles:
+        return [r.key for name in config.roles if (r := find_role(name)) is not None]
     mode = get_mode(config.mode)
-    if not mode.min_players <= config.players <= mode.max_players:
-        raise ConfigError(f"{mode.name} needs {mode.min_players}-{mode.max_players} players, "
-                          f"not {config.players}")
-    keys = list(mode.slots[: config.players])
-    for i, slot in enumerate(keys):
-        if slot == TOWN_KILLING:
-            keys[i] = rng.choice(["veteran", "vigilante"])
-    for i, slot in enumerate(keys):
-        if slot == RANDOM_TOWN:
-            taken = set(keys)
-            pool = [r.key for r in town_roles() if not (r.unique and r.key in taken)]
-            keys[i] = rng.choice(pool)
+    slots = role_lists.parse_role_list(role_list(config))
+    keys = role_lists.deal(slots, rng, custom=mode.custom,
+                           any_custom_only=config.rule_flags().any_deals_custom_only,
+                           caps=mode.faction_caps)
     rng.shuffle(keys)
     return keys
 
@@ -89,7 +133,7 @@ def new_game(config: GameConfig) -> Game:
     emit(game, "game.start", PUBLIC,
          data={"mode": config.mode, "players": [{"slot": p.slot, "name": p.name}
                                                 for p in players],
-               "role_list": list(mode.slots[: config.players]) if not config.roles else []},
+               "role_list": list(role_list(config)) if not config.roles else []},
          mode=mode.name, count=config.players)
     for p in players:
         emit(game, "game.role", to(p.slot), data={"role": p.spec.name},

@@ -39,6 +39,7 @@ from tossim.engine.commands import (
     WriteDeathNote,
     WriteWill,
 )
+from tossim.engine.deal_check import DealSpec, compile_deal, run_deal
 from tossim.engine.events import Event
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.modes import RuleFlags
@@ -283,6 +284,8 @@ class Scenario:
     covers: tuple[str, ...] = ()
     notes: str = ""
     errors: list[str] = field(default_factory=list)
+    # A mode-dealing check (deal_check.py) instead of a game.
+    deal: DealSpec | None = None
 
 
 @dataclass
@@ -300,7 +303,7 @@ class ScenarioResult:
 # ---- compiling ---------------------------------------------------------------------------
 
 TOP_FIELDS = ("name", "notes", "covers", "seed", "flags", "players", "start", "state",
-              "steps", "expect")
+              "steps", "expect", "deal")
 STATE_FIELDS = ("dead", "uses", "revealed_mayor", "framed", "executioner_target", "wills",
                 "death_notes", "guilty_conscience")
 EXPECT_FIELDS = ("dead", "alive", "phase", "messages", "no_messages", "public", "no_public",
@@ -432,7 +435,9 @@ class _Compiler:
         sc = Scenario(name=f"{self.file}:{doc.line}", file=self.file, line=doc.line)
         self.unknown_fields(doc, TOP_FIELDS, "a scenario")
         self._guard(lambda: self._header(doc, sc))
-        if "players" not in doc:
+        if "deal" in doc:
+            self._guard(lambda: self._deal(doc, sc))
+        elif "players" not in doc:
             self.err(doc.line, "a scenario needs a `players` list")
         else:
             self._guard(lambda: self._players(doc["players"], doc.line_of("players"), sc))
@@ -447,6 +452,15 @@ class _Compiler:
                 sc.expect = tuple(self._checks_guarded(doc["expect"], doc.line_of("expect")))
         sc.errors = list(self.errors)
         return sc
+
+    def _deal(self, doc: LineDict, sc: Scenario) -> None:
+        for name in ("players", "start", "state", "steps"):
+            if name in doc:
+                self.err(doc.line_of(name), f"a `deal` scenario has no `{name}`")
+        block = self.mapping(doc["deal"], doc.line_of("deal"), "deal")
+        expect = self.mapping(doc["expect"], doc.line_of("expect"), "expect") \
+            if "expect" in doc else None
+        sc.deal = compile_deal(self, block, expect)
 
     def _guard(self, fn: Callable[[], None]) -> None:
         with contextlib.suppress(_Invalid):
@@ -959,6 +973,9 @@ class _Runner:
         sc = self.sc
         if sc.errors:
             self.result.failures.extend(sc.errors)
+            return self.result
+        if sc.deal is not None:
+            run_deal(sc.deal, sc.seed, sc.flags, self.fail)
             return self.result
         try:
             self.setup()

@@ -47,6 +47,9 @@ class GameConfig:
     roles: tuple[str, ...] = ()
     flags: dict[str, Any] = field(default_factory=dict)
     ruleset: str = RULESET_VERSION
+    # A custom role list (mode "custom"): slots as written, e.g. ("Jailor",
+    # "Town Investigative", "Random Mafia", "Any"); see engine/role_lists.py.
+    role_list: tuple[str, ...] = ()
 
     def rule_flags(self) -> RuleFlags:
         defaults = get_mode(self.mode).flags.to_dict()
@@ -58,6 +61,8 @@ class GameConfig:
             "mode": self.mode, "players": self.players, "seed": self.seed,
             "names": list(self.names), "roles": list(self.roles),
             "flags": dict(self.flags), "ruleset": self.ruleset,
+            # Only when set, so configs stored before custom lists read the same.
+            **({"role_list": list(self.role_list)} if self.role_list else {}),
         }
 
     @classmethod
@@ -67,6 +72,7 @@ class GameConfig:
             seed=int(data.get("seed", 0)), names=tuple(data.get("names", ())),
             roles=tuple(data.get("roles", ())), flags=dict(data.get("flags", {})),
             ruleset=data.get("ruleset", RULESET_VERSION),
+            role_list=tuple(data.get("role_list", ())),
         )
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from tossim.engine import Game, GameConfig
 from tossim.engine.modes import MODES, RULESET_VERSION
+from tossim.engine.role_lists import RoleListError
+from tossim.engine.rules import ConfigError, make_config
 from tossim.engine.view import (
     OMNISCIENT_VIEWER,
     PUBLIC_VIEWER,
@@ -55,6 +57,10 @@ class LobbyIn(BaseModel):
     speed: Literal["standard", "fast", "paced"] = "standard"
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     seats: list[SeatSpec] = Field(default_factory=list, max_length=15)
+    # A custom role list (mode "custom"): slots such as "Jailor",
+    # "Town Investigative", "Random Mafia", "Any"; `players` defaults to its length.
+    roles: list[Annotated[str, Field(min_length=1, max_length=40)]] | None = Field(
+        default=None, min_length=1, max_length=15)
 
     @field_validator("mode")
     @classmethod
@@ -62,6 +68,20 @@ class LobbyIn(BaseModel):
         if v not in MODES:
             raise ValueError(f"unknown mode {v!r}")
         return v
+
+
+def lobby_config(spec: LobbyIn, seed: int) -> GameConfig:
+    """The engine config of a lobby, checked now so that a list that cannot be
+    dealt is refused (422 naming the slot) before anything is stored."""
+    players = spec.players if "players" in spec.model_fields_set or not spec.roles else None
+    try:
+        return make_config(spec.mode, players, seed, spec.roles)
+    except RoleListError as exc:
+        loc: tuple[Any, ...] = ("body", "roles") if exc.slot is None \
+            else ("body", "roles", exc.slot - 1)
+        raise ServiceError(422, str(exc), loc) from None
+    except ConfigError as exc:
+        raise ServiceError(422, str(exc), ("body", "roles" if spec.roles else "mode")) from None
 
 
 class JoinIn(BaseModel):
@@ -108,9 +128,11 @@ def backend_unavailable(backend: str, settings: Settings) -> str | None:
 
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                        settings: Settings | None = None) -> GameRow:
+    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    config = lobby_config(spec, seed)
     slots = [s.slot for s in spec.seats]
-    if len(set(slots)) != len(slots) or any(s > spec.players for s in slots):
-        raise ServiceError(422, f"seat numbers must be unique and within 1-{spec.players}",
+    if len(set(slots)) != len(slots) or any(s > config.players for s in slots):
+        raise ServiceError(422, f"seat numbers must be unique and within 1-{config.players}",
                            ("body", "seats"))
     humans = [s for s in spec.seats if s.kind == "human"]
     if humans and spec.speed != "standard":
@@ -128,11 +150,9 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         if s.model is not None:
             raise ServiceError(422, "the server's configuration chooses the model; "
                                     "leave `model` out", ("body", "seats", "model"))
-    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
-    config = GameConfig(mode=spec.mode, players=spec.players, seed=seed)
     given = {s.slot: s for s in spec.seats}
     seats = []
-    for slot in range(1, spec.players + 1):
+    for slot in range(1, config.players + 1):
         s = given.get(slot) or SeatSpec(slot=slot)
         seats.append(SeatRow(slot=slot, name=f"Player {slot}", kind=s.kind,
                              backend=s.backend if s.kind == "ai" else None, model=s.model,

@@ -74,6 +74,9 @@ class Role:
     death_note: bool = False
     flavour: str = ""  # Consigliere text: "Your target <flavour>."
     win: str = ""  # win condition key, see victory.py
+    # Dealt only from custom role lists (A5: Vampire, Vampire Hunter), never by
+    # a mode's category, faction or Any slots.
+    custom_only: bool = False
 
 
 TOWN_GOAL = "Lynch every criminal and evildoer."
@@ -267,9 +270,6 @@ GROUP_OF: dict[str, tuple[str, ...]] = {
 }
 FRAMER_GROUP = GROUP_OF["Framer"]
 
-RANDOM_TOWN_EXCLUDED = frozenset({"vampire_hunter"})
-
-
 def role(key: str) -> Role:
     return ROLES[key]
 
@@ -281,4 +281,4 @@ def find_role(name: str) -> Role | None:
 
 
 def town_roles() -> list[Role]:
-    return [r for r in _ROLES if r.faction is Faction.TOWN and r.key not in RANDOM_TOWN_EXCLUDED]
+    return [r for r in _ROLES if r.faction is Faction.TOWN and not r.custom_only]
