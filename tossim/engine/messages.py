@@ -106,6 +106,7 @@ MESSAGES: dict[str, str] = {
     "dawn.role": "{name}'s role was {role}.",
     "dawn.will": "We found a will next to {name}'s body: {will}",
     "dawn.no_will": "We could not find a last will.",
+    "dawn.cleaned": "We could not determine {name}'s role.",
     "dawn.death_note": "We found a death note next to {name}'s body: {note}",
     "dawn.revived": "{name} has been resurrected!",
     "dawn.quiet": "Nobody died last night.",

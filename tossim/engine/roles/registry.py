@@ -52,6 +52,23 @@ class Ability:
     not_first_night: bool = False
     order: int = 5
     verb: str = ""  # "heal", used in legal-action text: "heal a player"
+    # The night handler (a function registered under this key by a module in
+    # `engine/roles/`, see `handlers.py`); empty means the ability's name.
+    handler: str = ""
+    # What the ability does, for the queue and the docs: visits, attack,
+    # protect, block, control, investigate, deceive, unblockable (a role block
+    # cannot cancel it), own_block (the handler runs blocked and decides).
+    labels: frozenset[str] = frozenset()
+    # A rule flag whose value replaces `priority` (Retributionist 1 or 3).
+    priority_flag: str = ""
+    # Run every night for every holder (the dead included; the handler decides),
+    # whether or not an action was chosen: Jester haunt, passive abilities.
+    always: bool = False
+    cause: str = ""  # death cause key of this ability's attacks (messages.CAUSE_TEXT)
+
+    @property
+    def handler_key(self) -> str:
+        return self.handler or self.name
 
 
 @dataclass(frozen=True)
@@ -73,18 +90,40 @@ class Role:
     detection_immune: bool = False
     death_note: bool = False
     flavour: str = ""  # Consigliere text: "Your target <flavour>."
-    win: str = ""  # win condition key, see victory.py
+    win: str = ""  # win condition key, see victory.WIN_CONDITIONS
+    # Abilities that run every night without a choice (Spy feed, Veteran shots,
+    # Vigilante guilt, Serial Killer counterattacks), queued like chosen ones.
+    passives: tuple[Ability, ...] = ()
+    # Handler run when a role blocker visits this role while it is immune.
+    on_block: str = ""
+    night_chat: str = ""  # the team chat this role talks in at night ("mafia", "vampire")
+    hears_chat: str = ""  # a team chat this role reads anonymously (Vampire Hunter)
+    # Sheriff result key when not framed: "" not suspicious, "mafia",
+    # "serial_killer", "werewolf"; see roles/investigation.py.
+    suspicious: str = ""
+    # Dealt only from custom role lists (Vampire, Vampire Hunter); read by modes.
+    custom_only: bool = False
 
 
 TOWN_GOAL = "Lynch every criminal and evildoer."
 MAFIA_GOAL = "Kill anyone that will not submit to the Mafia."
+
+# Abilities several roles share.
+MAFIA_KILL = Ability("kill", 5, rule=TargetRule.LIVING_NON_MAFIA, verb="kill", order=3,
+                     handler="mafia_kill", cause="mafia",
+                     labels=frozenset({"visits", "attack", "own_block"}))
+MAFIA_ORDER = Ability("mafia_order", 5, order=0, visits=False,
+                      labels=frozenset({"attack", "unblockable"}))
+ROLEBLOCK = Ability("distract", 2, order=1, verb="role block", handler="roleblock",
+                    labels=frozenset({"visits", "block"}))
 
 _ROLES: tuple[Role, ...] = (
     Role(
         "sheriff", "Sheriff", Faction.TOWN, "Town Investigative",
         "Interrogate one person each night to learn whether they are suspicious.",
         TOWN_GOAL,
-        night=Ability("interrogate", 4, verb="interrogate"),
+        night=Ability("interrogate", 4, verb="interrogate",
+                      labels=frozenset({"visits", "investigate"})),
         flavour="is a protector of the Town", win="town",
     ),
     Role(
@@ -92,14 +131,16 @@ _ROLES: tuple[Role, ...] = (
         "Heal one person each night, giving them Powerful defense. You may heal "
         "yourself once. You cannot heal a revealed Mayor.",
         TOWN_GOAL,
-        night=Ability("heal", 3, rule=TargetRule.LIVING_ANY, verb="heal"),
+        night=Ability("heal", 3, rule=TargetRule.LIVING_ANY, verb="heal",
+                      labels=frozenset({"visits", "protect"})),
         uses={"self_heal": 1}, flavour="is a professional surgeon", win="town",
     ),
     Role(
         "investigator", "Investigator", Faction.TOWN, "Town Investigative",
         "Investigate one person each night for a list of roles they could be.",
         TOWN_GOAL,
-        night=Ability("investigate", 4, verb="investigate"),
+        night=Ability("investigate", 4, verb="investigate",
+                      labels=frozenset({"visits", "investigate"})),
         flavour="gathers information about people", win="town",
     ),
     Role(
@@ -109,7 +150,8 @@ _ROLES: tuple[Role, ...] = (
         "Executing a Town member costs you every execution left.",
         TOWN_GOAL, attack=Level.UNSTOPPABLE, unique=True,
         night=Ability("execute", 5, rule=TargetRule.PRISONER, visits=False,
-                      uses="executions", not_first_night=True, verb="execute"),
+                      uses="executions", not_first_night=True, verb="execute", order=1,
+                      cause="jailor", labels=frozenset({"attack"})),
         day=Ability("jail", 0, visits=False, verb="jail"),
         uses={"executions": 3}, flavour="detains people at night", win="town",
     ),
@@ -127,15 +169,17 @@ _ROLES: tuple[Role, ...] = (
         "Choose the Mafia's target each night. The Mafioso carries out your order; "
         "without one you attack in person. You appear innocent to the Sheriff.",
         MAFIA_GOAL, attack=Level.BASIC, defense=Level.BASIC, unique=True,
-        night=Ability("kill", 5, rule=TargetRule.LIVING_NON_MAFIA, verb="kill"),
-        detection_immune=True, death_note=True,
+        night=MAFIA_KILL, passives=(MAFIA_ORDER,),
+        detection_immune=True, death_note=True, suspicious="mafia", night_chat="mafia",
         flavour="is the leader of the Mafia", win="mafia",
     ),
     Role(
         "framer", "Framer", Faction.MAFIA, "Mafia Deception",
         "Frame one person each night so that they look guilty to investigators.",
         MAFIA_GOAL,
-        night=Ability("frame", 3, rule=TargetRule.LIVING_NON_MAFIA, verb="frame"),
+        night=Ability("frame", 3, rule=TargetRule.LIVING_NON_MAFIA, verb="frame",
+                      labels=frozenset({"visits", "deceive"})),
+        suspicious="mafia", night_chat="mafia",
         flavour="has a desire to deceive", win="mafia",
     ),
     Role(
@@ -150,7 +194,7 @@ _ROLES: tuple[Role, ...] = (
         "Distract one person each night, role blocking them. You cannot be role "
         "blocked. A Serial Killer you visit will attack you.",
         TOWN_GOAL,
-        night=Ability("distract", 2, order=1, verb="role block"),
+        night=ROLEBLOCK,
         roleblock_immune=True, flavour="is a beautiful person working for the Town",
         win="town",
     ),
@@ -158,21 +202,29 @@ _ROLES: tuple[Role, ...] = (
         "mafioso", "Mafioso", Faction.MAFIA, "Mafia Killing",
         "Carry out the Godfather's orders. If the Godfather dies you become the Godfather.",
         MAFIA_GOAL, attack=Level.BASIC, unique=True,
-        night=Ability("kill", 5, rule=TargetRule.LIVING_NON_MAFIA, verb="kill"),
+        night=MAFIA_KILL, passives=(MAFIA_ORDER,), suspicious="mafia", night_chat="mafia",
         death_note=True, flavour="does the Godfather's dirty work", win="mafia",
     ),
     Role(
         "lookout", "Lookout", Faction.TOWN, "Town Investigative",
         "Watch one person's house each night to see who visits them.",
         TOWN_GOAL,
-        night=Ability("watch", 4, verb="watch"),
+        night=Ability("watch", 4, verb="watch", labels=frozenset({"visits", "investigate"})),
         flavour="watches who visits people at night", win="town",
     ),
     Role(
         "serial_killer", "Serial Killer", Faction.NEUTRAL, "Neutral Killing",
         "Kill one person each night. Role blockers who visit you are attacked.",
         "Kill everyone who would oppose you.", attack=Level.BASIC, defense=Level.BASIC,
-        night=Ability("kill", 5, verb="kill"), roleblock_immune=True, death_note=True,
+        night=Ability("kill", 5, verb="kill", order=4, handler="sk_kill",
+                      cause="serial_killer",
+                      labels=frozenset({"visits", "attack", "own_block"})),
+        passives=(Ability("sk_counter", 5, order=5, visits=False, cause="sk_blocker",
+                          labels=frozenset({"attack"})),
+                  Ability("sk_jailed", 5, order=6, visits=False, cause="sk_jailed",
+                          labels=frozenset({"attack"}))),
+        on_block="sk_on_block", suspicious="serial_killer",
+        roleblock_immune=True, death_note=True,
         flavour="wants to kill everyone", win="serial_killer",
     ),
     Role(
@@ -180,7 +232,9 @@ _ROLES: tuple[Role, ...] = (
         "Go on alert (3 times): you gain Basic defense and shoot everyone who visits you.",
         TOWN_GOAL, attack=Level.POWERFUL, unique=True,
         night=Ability("alert", 1, rule=TargetRule.SELF, visits=False, uses="alerts",
-                      order=2, verb="go on alert"),
+                      order=2, verb="go on alert", labels=frozenset({"protect"})),
+        passives=(Ability("veteran_shots", 5, order=9, visits=False, cause="veteran",
+                          labels=frozenset({"attack"})),),
         uses={"alerts": 3}, roleblock_immune=True, control_immune=True,
         flavour="is a paranoid war hero", win="town",
     ),
@@ -189,7 +243,11 @@ _ROLES: tuple[Role, ...] = (
         "Shoot one person at night (3 bullets, not on Night 1). If you kill a Town "
         "member you will shoot yourself over the guilt the next night.",
         TOWN_GOAL, attack=Level.BASIC,
-        night=Ability("shoot", 5, uses="bullets", not_first_night=True, verb="shoot"),
+        night=Ability("shoot", 5, uses="bullets", not_first_night=True, verb="shoot",
+                      order=2, cause="vigilante",
+                      labels=frozenset({"visits", "attack", "own_block"})),
+        passives=(Ability("guilt", 1, order=3, visits=False, cause="guilt",
+                          labels=frozenset({"attack", "unblockable"})),),
         uses={"bullets": 3}, flavour="will bend the law to enact justice", win="town",
     ),
     Role(
@@ -199,7 +257,8 @@ _ROLES: tuple[Role, ...] = (
         "Get yourself lynched by any means necessary.",
         attack=Level.UNSTOPPABLE,
         night=Ability("haunt", 1, rule=TargetRule.HAUNT, visits=False, order=4,
-                      verb="haunt"),
+                      verb="haunt", always=True, cause="haunt",
+                      labels=frozenset({"attack", "unblockable"})),
         flavour="wants to be lynched", win="jester",
     ),
     Role(
@@ -207,7 +266,8 @@ _ROLES: tuple[Role, ...] = (
         "Guard one person each night: you fight off the first attacker who visits "
         "them and die in their place. Once you may guard yourself with a vest.",
         TOWN_GOAL, attack=Level.POWERFUL,
-        night=Ability("guard", 3, rule=TargetRule.LIVING_ANY, verb="guard"),
+        night=Ability("guard", 3, rule=TargetRule.LIVING_ANY, verb="guard",
+                      labels=frozenset({"visits", "protect"})),
         uses={"vest": 1}, flavour="is a trained protector", win="town",
     ),
     Role(
@@ -224,13 +284,16 @@ _ROLES: tuple[Role, ...] = (
         "Once per game, bring a dead Town member back to life.",
         TOWN_GOAL, unique=True,
         night=Ability("revive", 1, rule=TargetRule.DEAD_TOWN, visits=False,
-                      uses="revive", order=6, verb="revive"),
+                      uses="revive", order=6, verb="revive",
+                      priority_flag="retributionist_priority"),
         uses={"revive": 1}, flavour="wields mystical power", win="town",
     ),
     Role(
         "spy", "Spy", Faction.TOWN, "Town Investigative",
         "You see whom the Mafia visit each night and you read every whisper.",
         TOWN_GOAL, flavour="secretly watches who someone visits", win="town",
+        passives=(Ability("spy_feed", 6, visits=False,
+                          labels=frozenset({"investigate"})),),
     ),
     Role(
         "transporter", "Transporter", Faction.TOWN, "Town Support",
@@ -238,7 +301,7 @@ _ROLES: tuple[Role, ...] = (
         "cannot be role blocked or controlled.",
         TOWN_GOAL,
         night=Ability("transport", 1, targets=2, rule=TargetRule.LIVING_ANY, order=1,
-                      verb="transport"),
+                      verb="transport", labels=frozenset({"visits", "control"})),
         roleblock_immune=True, control_immune=True,
         flavour="specializes in transportation", win="town",
     ),
