@@ -30,6 +30,11 @@ MESSAGES: dict[str, str] = {
     "chat.whisper": "{author} whispers to {target}: {text}",
     "chat.whisper_notice": "{author} is whispering to {target}.",
     "chat.spy_mafia": "Mafia: {text}",
+    "chat.team": "{author}: {text}",
+    "chat.overheard": "{team}: {text}",
+    "game.team": "Your fellow team members: {members}.",
+    "night.team_chosen": "{actor} has decided to {verb} {targets} tonight.",
+    "role.changed": "You have become a {role}.",
     # day actions
     "vote.cast": "{voter} has voted against {target}.",
     "vote.changed": "{voter} has changed their vote to {target}.",

@@ -47,6 +47,14 @@ class RuleFlags:
     draw_from_day: int = 7
     # A6 Apply the stalemate table (see victory.py) when two opposing players remain.
     stalemate_table: bool = True
+    # A2.9 Amnesiac and unique roles: "allowed_if_none_living" (new) or "barred" (old).
+    amnesiac_unique: str = "allowed_if_none_living"
+    # A2.8 Arsonist douse: the old client told the target "You were doused in gas!".
+    douse_message: bool = False
+    # A7 Whether a Janitor spends a cleaning when its target survives (unconfirmed).
+    janitor_spends_on_survivor: bool = False
+    # A2.7 Forger uses: 3 (original) or 2 (later).
+    forger_uses: int = 3
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> RuleFlags:

@@ -122,6 +122,11 @@ class Night:
             self._sent.add(sig)
             self.messages.append((slot, key, params, params if data is None else data))
 
+    def announce(self, key: str, data: dict[str, Any] | None = None, **params: Any) -> None:
+        """A public announcement at dawn, after the deaths (an Amnesiac remembered)."""
+        self.g.memo.setdefault("dawn", []).append((key, params if data is None else data,
+                                                   params))
+
     def is_blocked(self, slot: int) -> bool:
         return slot in self.blocked or slot == self.prisoner
 
@@ -268,6 +273,8 @@ class Night:
     # ---- delivery ------------------------------------------------------------------
     def finish(self) -> None:
         g = self.g
+        for hook in self.memo.get("finish_hooks", []):  # role families' end of night
+            hook(self)
         for slot, key, params, data in self.messages:
             emit(g, key, to(slot), data=data, **params)
         if self.flags.frame_duration == "night":
@@ -276,8 +283,6 @@ class Night:
         else:
             for slot in self.investigated:
                 g.player(slot).framed = False
-        for hook in self.memo.get("finish_hooks", []):
-            hook(self)
         for slot in sorted(self.deaths):
             p = g.player(slot)
             p.alive = False

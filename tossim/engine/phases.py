@@ -10,7 +10,8 @@ from tossim.engine.events import PUBLIC, Audience, to
 from tossim.engine.log import emit
 from tossim.engine.messages import CAUSE_TEXT
 from tossim.engine.night import resolve_night, shown_role
-from tossim.engine.roles import Faction
+from tossim.engine.roles import ROLES, Faction
+from tossim.engine.roles.handlers import CONDITIONS
 from tossim.engine.state import EFFECTS, Death, Game, Phase
 
 
@@ -31,6 +32,14 @@ def weight(game: Game, slot: int) -> int:
 def mafia_audience(game: Game) -> Audience:
     members = frozenset(p.slot for p in game.living() if p.faction is Faction.MAFIA)
     return Audience("mafia", members)
+
+
+def team_audience(game: Game, team: str) -> Audience:
+    """The living members of a night-chat team ("mafia", "vampire")."""
+    if team == "mafia":
+        return mafia_audience(game)
+    return Audience(team, frozenset(p.slot for p in game.living()
+                                    if p.spec.night_chat == team))
 
 
 def dead_audience(game: Game) -> Audience:
@@ -255,6 +264,8 @@ def end_night(game: Game) -> None:
                  name=p.name, note=note)
     for slot in revived:
         emit(game, "dawn.revived", PUBLIC, data={"player": slot}, name=game.name(slot))
+    for key, data, params in game.memo.pop("dawn", ()):  # the night's announcements
+        emit(game, key, PUBLIC, data=data, **params)
     if not deaths and not revived:
         emit(game, "dawn.quiet", PUBLIC)
     after_deaths(game, deaths, at_night=True)
@@ -281,11 +292,24 @@ def after_deaths(game: Game, deaths: list[int], at_night: bool) -> None:
     elif "godfather" in died and not any(p.role == "godfather" for p in living):
         mafioso = next(p for p in living if p.role == "mafioso")
         _promote(game, mafioso.slot, "godfather")
+    change_roles(game)
     if at_night:
         for exe in living:
             if exe.role == "executioner" and exe.target in deaths:
                 exe.role = "jester"
                 emit(game, "night.became_jester", to(exe.slot), data={})
+
+
+def change_roles(game: Game) -> None:
+    """Role changes stated as data (`Role.becomes` when `Role.becomes_when`):
+    a Vampire Hunter with no Vampire left becomes a Vigilante."""
+    for p in game.living():
+        spec = p.spec
+        if spec.becomes and CONDITIONS[spec.becomes_when](game, p):
+            p.role = spec.becomes
+            p.uses = dict(spec.becomes_uses or ROLES[spec.becomes].uses)
+            emit(game, "role.changed", to(p.slot), data={"role": p.spec.name},
+                 role=p.spec.name)
 
 
 def _promote(game: Game, slot: int, role_key: str) -> None:

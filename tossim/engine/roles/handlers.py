@@ -17,6 +17,7 @@ from tossim.engine.roles.registry import Ability, Level
 
 if TYPE_CHECKING:
     from tossim.engine.night import Night
+    from tossim.engine.state import Game, Player
 
 
 @dataclass(slots=True)
@@ -79,5 +80,31 @@ REACTIONS: dict[str, Reaction] = {}
 def reaction(key: str) -> Callable[[Reaction], Reaction]:
     def register(fn: Reaction) -> Reaction:
         REACTIONS[key] = fn
+        return fn
+    return register
+
+
+# Availability predicates (`Ability.available`): fn(game, player) -> bool,
+# read by legal.py; registered by role modules with `@available("key")`.
+Available = Callable[["Game", "Player"], bool]
+AVAILABLE: dict[str, Available] = {}
+
+
+def available(key: str) -> Callable[[Available], Available]:
+    def register(fn: Available) -> Available:
+        AVAILABLE[key] = fn
+        return fn
+    return register
+
+
+# Role changes after deaths (`Role.becomes`): fn(game, player) -> bool, read
+# by phases.after_deaths; the player then takes the role named in `becomes`.
+Condition = Callable[["Game", "Player"], bool]
+CONDITIONS: dict[str, Condition] = {}
+
+
+def condition(key: str) -> Callable[[Condition], Condition]:
+    def register(fn: Condition) -> Condition:
+        CONDITIONS[key] = fn
         return fn
     return register

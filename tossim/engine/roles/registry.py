@@ -32,6 +32,8 @@ class TargetRule(StrEnum):
     LIVING_OTHER = "living_other"  # a living player other than yourself
     LIVING_ANY = "living_any"  # any living player, yourself included
     LIVING_NON_MAFIA = "living_non_mafia"  # a living player outside the Mafia
+    LIVING_NON_TEAM = "living_non_team"  # a living player outside your night-chat team
+    DEAD_UNCLEANED = "dead_uncleaned"  # a dead player whose role was not cleaned
     SELF = "self"  # no choice: the action is on yourself (Veteran alert)
     PRISONER = "prisoner"  # the player you jailed tonight
     DEAD_TOWN = "dead_town"  # a dead Town member (Retributionist)
@@ -65,6 +67,12 @@ class Ability:
     # whether or not an action was chosen: Jester haunt, passive abilities.
     always: bool = False
     cause: str = ""  # death cause key of this ability's attacks (messages.CAUSE_TEXT)
+    # Yourself as a target only while this use is left (Doctor self-heal, Bodyguard vest).
+    self_uses: str = ""
+    not_revealed_mayor: bool = False  # a revealed Mayor cannot be chosen (Doctor)
+    # A predicate (handlers.AVAILABLE) saying whether the ability can be used
+    # tonight at all (Werewolf full moons, the Vampires' bite nights).
+    available: str = ""
 
     @property
     def handler_key(self) -> str:
@@ -103,6 +111,19 @@ class Role:
     suspicious: str = ""
     # Dealt only from custom role lists (Vampire, Vampire Hunter); read by modes.
     custom_only: bool = False
+    # A role change stated as data: become `becomes` (with `becomes_uses`, or
+    # that role's own uses) when the condition `becomes_when` holds after deaths.
+    becomes: str = ""
+    becomes_when: str = ""
+    becomes_uses: dict[str, int] = field(default_factory=dict)
+    # Use counters whose starting value is a rule flag ({"forges": "forger_uses"}).
+    uses_flags: dict[str, str] = field(default_factory=dict)
+
+    def starting_uses(self, flags: object) -> dict[str, int]:
+        uses = dict(self.uses)
+        for use, flag in self.uses_flags.items():
+            uses[use] = int(getattr(flags, flag))
+        return uses
 
 
 TOWN_GOAL = "Lynch every criminal and evildoer."
@@ -132,6 +153,7 @@ _ROLES: tuple[Role, ...] = (
         "yourself once. You cannot heal a revealed Mayor.",
         TOWN_GOAL,
         night=Ability("heal", 3, rule=TargetRule.LIVING_ANY, verb="heal",
+                      self_uses="self_heal", not_revealed_mayor=True,
                       labels=frozenset({"visits", "protect"})),
         uses={"self_heal": 1}, flavour="is a professional surgeon", win="town",
     ),
@@ -266,7 +288,7 @@ _ROLES: tuple[Role, ...] = (
         "Guard one person each night: you fight off the first attacker who visits "
         "them and die in their place. Once you may guard yourself with a vest.",
         TOWN_GOAL, attack=Level.POWERFUL,
-        night=Ability("guard", 3, rule=TargetRule.LIVING_ANY, verb="guard",
+        night=Ability("guard", 3, rule=TargetRule.LIVING_ANY, verb="guard", self_uses="vest",
                       labels=frozenset({"visits", "protect"})),
         uses={"vest": 1}, flavour="is a trained protector", win="town",
     ),
@@ -307,6 +329,155 @@ _ROLES: tuple[Role, ...] = (
     ),
 )
 
+MAFIA_ROLES: tuple[Role, ...] = (
+    Role(
+        "blackmailer", "Blackmailer", Faction.MAFIA, "Mafia Support",
+        "Blackmail one person each night: they cannot talk or whisper the next day "
+        "(they can still vote).",
+        MAFIA_GOAL,
+        night=Ability("blackmail", 3, rule=TargetRule.LIVING_NON_MAFIA, verb="blackmail",
+                      labels=frozenset({"visits", "deceive"})),
+        suspicious="mafia", night_chat="mafia",
+        flavour="uses information to silence people", win="mafia",
+    ),
+    Role(
+        "consigliere", "Consigliere", Faction.MAFIA, "Mafia Support",
+        "Investigate one person each night for their exact role.",
+        MAFIA_GOAL,
+        night=Ability("check", 4, rule=TargetRule.LIVING_NON_MAFIA, verb="investigate",
+                      handler="consigliere", labels=frozenset({"visits", "investigate"})),
+        suspicious="mafia", night_chat="mafia",
+        flavour="gathers information for the Mafia", win="mafia",
+    ),
+    Role(
+        "consort", "Consort", Faction.MAFIA, "Mafia Support",
+        "Distract one person each night, role blocking them. You cannot be role blocked.",
+        MAFIA_GOAL,
+        night=Ability("distract", 2, order=1, rule=TargetRule.LIVING_NON_MAFIA,
+                      verb="role block", handler="roleblock",
+                      labels=frozenset({"visits", "block"})),
+        roleblock_immune=True, suspicious="mafia", night_chat="mafia",
+        flavour="is a beautiful person working for the Mafia", win="mafia",
+    ),
+    Role(
+        "disguiser", "Disguiser", Faction.MAFIA, "Mafia Deception",
+        "Disguise yourself as a living player each night: Investigators see their "
+        "group, and if you die that night or the next day your body shows their role.",
+        MAFIA_GOAL,
+        night=Ability("disguise", 3, rule=TargetRule.LIVING_NON_MAFIA, verb="disguise as",
+                      labels=frozenset({"visits", "deceive"})),
+        suspicious="mafia", night_chat="mafia",
+        flavour="pretends to be other people", win="mafia",
+    ),
+    Role(
+        "forger", "Forger", Faction.MAFIA, "Mafia Deception",
+        "Forge one person's last will at night (3 times): if they die that night, the "
+        "town reads your forgery (write it as your death note) instead of their will.",
+        MAFIA_GOAL,
+        night=Ability("forge", 3, rule=TargetRule.LIVING_NON_MAFIA, uses="forges",
+                      verb="forge the will of", labels=frozenset({"visits", "deceive"})),
+        uses={"forges": 3}, uses_flags={"forges": "forger_uses"}, death_note=True,
+        suspicious="mafia", night_chat="mafia",
+        flavour="is good at forging documents", win="mafia",
+    ),
+    Role(
+        "janitor", "Janitor", Faction.MAFIA, "Mafia Deception",
+        "Clean one person's body at night (3 times): if they die that night, the town "
+        "cannot see their role or last will; you learn both.",
+        MAFIA_GOAL,
+        night=Ability("clean", 3, rule=TargetRule.LIVING_NON_MAFIA, uses="cleans",
+                      verb="clean", labels=frozenset({"visits", "deceive"})),
+        uses={"cleans": 3}, suspicious="mafia", night_chat="mafia",
+        flavour="cleans up dead bodies", win="mafia",
+    ),
+)
+
+NEUTRAL_ROLES: tuple[Role, ...] = (
+    Role(
+        "survivor", "Survivor", Faction.NEUTRAL, "Neutral Benign",
+        "Put on a bulletproof vest at night (4 times) for Basic defense.",
+        "Live until the end of the game.",
+        night=Ability("vest", 3, rule=TargetRule.SELF, visits=False, uses="vests",
+                      verb="put on a vest", labels=frozenset({"protect", "own_block"})),
+        uses={"vests": 4}, flavour="simply wants to live", win="survivor",
+    ),
+    Role(
+        "amnesiac", "Amnesiac", Faction.NEUTRAL, "Neutral Benign",
+        "Once, remember that you were like a dead player whose body was not cleaned: "
+        "you take their role, announced the next day.",
+        "Remember who you were and complete that role's goal.",
+        night=Ability("remember", 6, rule=TargetRule.DEAD_UNCLEANED, visits=False,
+                      uses="remember", verb="remember", labels=frozenset()),
+        uses={"remember": 1}, flavour="does not remember their role", win="amnesiac",
+    ),
+    Role(
+        "witch", "Witch", Faction.NEUTRAL, "Neutral Evil",
+        "Control someone each night: they use their ability on a second target of your "
+        "choice, and you learn their role. A one-time barrier saves you from one attack.",
+        "Survive to see the Town lose the game.",
+        night=Ability("control", 2, targets=2, verb="control",
+                      labels=frozenset({"visits", "control"})),
+        uses={"barrier": 1}, roleblock_immune=True,
+        flavour="casts spells on people", win="witch",
+    ),
+    Role(
+        "arsonist", "Arsonist", Faction.NEUTRAL, "Neutral Killing",
+        "Douse someone in gas each night, or choose yourself to ignite every doused "
+        "player (an Unstoppable attack). Do nothing to clean the gas off yourself.",
+        "Live to see everyone burn.", attack=Level.UNSTOPPABLE, defense=Level.BASIC,
+        night=Ability("douse", 3, rule=TargetRule.LIVING_ANY, verb="douse (or ignite)",
+                      cause="arsonist", labels=frozenset({"visits", "deceive", "attack"})),
+        passives=(Ability("wash", 3, visits=False),),
+        detection_immune=True, death_note=True,
+        flavour="likes to watch things burn", win="arsonist",
+    ),
+    Role(
+        "werewolf", "Werewolf", Faction.NEUTRAL, "Neutral Killing",
+        "On full moons (even nights) maul someone: a Powerful attack on them and on "
+        "everyone who visits them. Choose yourself to stay home and maul your visitors.",
+        "Kill everyone who would oppose you.", attack=Level.POWERFUL, defense=Level.BASIC,
+        unique=True,
+        night=Ability("maul", 5, order=7, rule=TargetRule.LIVING_ANY, verb="maul",
+                      available="full_moon", cause="werewolf",
+                      labels=frozenset({"visits", "attack", "own_block"})),
+        passives=(Ability("werewolf_home", 5, order=7, visits=False, cause="werewolf",
+                          labels=frozenset({"attack", "unblockable"})),),
+        on_block="werewolf_on_block", roleblock_immune=True, detection_immune=True,
+        suspicious="werewolf", death_note=True,
+        flavour="howls at the moon", win="werewolf",
+    ),
+)
+
+VAMPIRE_ROLES: tuple[Role, ...] = (
+    Role(
+        "vampire", "Vampire", Faction.NEUTRAL, "Neutral Chaos",
+        "With the other Vampires, bite someone every other night (the youngest Vampire "
+        "goes): they become a Vampire, or are attacked if they cannot be converted or "
+        "if there are 4 or more Vampires.",
+        "Convert or kill everyone who would not become a Vampire.",
+        attack=Level.BASIC,
+        night=Ability("bite", 5, order=6, rule=TargetRule.LIVING_NON_TEAM, verb="bite",
+                      available="vampire_bite", cause="vampire",
+                      labels=frozenset({"visits", "attack"})),
+        detection_immune=True, night_chat="vampire", custom_only=True, death_note=True,
+        flavour="drinks blood", win="vampire",
+    ),
+    Role(
+        "vampire_hunter", "Vampire Hunter", Faction.TOWN, "Town Killing",
+        "Stake a player each night: a Vampire dies (Basic attack). Vampires who bite you "
+        "are staked. You hear the Vampires talk at night. With no Vampire left you "
+        "become a Vigilante with one bullet.",
+        TOWN_GOAL, attack=Level.BASIC,
+        night=Ability("stake", 5, order=2, verb="stake", cause="vampire_hunter",
+                      labels=frozenset({"visits", "attack"})),
+        hears_chat="vampire", custom_only=True,
+        becomes="vigilante", becomes_when="no_vampires", becomes_uses={"bullets": 1},
+        flavour="tracks Vampires", win="town",
+    ),
+)
+
+_ROLES = _ROLES + MAFIA_ROLES + NEUTRAL_ROLES + VAMPIRE_ROLES
+
 ROLES: dict[str, Role] = {r.key: r for r in _ROLES}
 ROLE_BY_NAME: dict[str, Role] = {r.name.lower(): r for r in _ROLES}
 
@@ -344,4 +515,5 @@ def find_role(name: str) -> Role | None:
 
 
 def town_roles() -> list[Role]:
-    return [r for r in _ROLES if r.faction is Faction.TOWN and r.key not in RANDOM_TOWN_EXCLUDED]
+    return [r for r in _ROLES if r.faction is Faction.TOWN and r.key not in RANDOM_TOWN_EXCLUDED
+            and not r.custom_only]
