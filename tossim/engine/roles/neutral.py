@@ -164,7 +164,8 @@ def control(n: Night, act: Act) -> None:
     ability = victim.spec.night
     exhausted = ability is None or (ability.uses is not None
                                     and victim.uses.get(ability.uses, 0) <= 0)
-    if exhausted or a in n.blocked or (ability is not None and ability.available
+    if exhausted or a in n.blocked or (ability is not None and ability.targets != 1) \
+            or (ability is not None and ability.available
                                        and not AVAILABLE[ability.available](n.g, victim)):
         n.msg(witch, "night.control_failed")
         return
