@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tossim.engine.commands import Command, WriteDeathNote
+from tossim.engine.commands import Chat, Command, WriteDeathNote
 from tossim.engine.legal import LegalAction
 
 INVESTIGATIVE = ("sheriff", "investigator", "lookout", "spy")
@@ -180,7 +180,12 @@ def choose(bot: Any, action: LegalAction) -> tuple[int, ...] | None:
 
 def pad(slot: int, role: str, you: dict[str, Any],
         legal: dict[str, LegalAction]) -> list[Command]:
-    """The death-note pad a role keeps filled (the Forger's forgery), once."""
+    """Night extras: the death-note pad a role keeps filled (the Forger's
+    forgery, once) and a word in a non-Mafia team chat (the Vampires)."""
+    out: list[Command] = []
     if role == "forger" and "death_note" in legal and you.get("death_note") != FORGERY:
-        return [WriteDeathNote(slot, FORGERY)]
-    return []
+        out.append(WriteDeathNote(slot, FORGERY))
+    chat = legal.get("chat")
+    if chat is not None and "vampire" in chat.options and "night" in legal:
+        out.append(Chat(slot, "I will bite tonight. Stay quiet tomorrow.", "vampire"))
+    return out

@@ -87,6 +87,9 @@ STALEMATES: tuple[Stalemate, ...] = (
     Stalemate(frozenset({"mafioso", "escort"}), "mafia",
               "the Escort role blocks the Mafioso every night and cannot kill; "
               + _LOWER_WIN_RATE),
+    Stalemate(frozenset({"vampire", "escort"}), "vampire",
+              "the Escort role blocks the Vampire every night and cannot kill; "
+              + _LOWER_WIN_RATE),
     Stalemate(frozenset({"jailor", "mafioso"}), "mafia",
               "a Jailor without executions jails the Mafioso every night (jail blocks) "
               "and cannot kill; " + _LOWER_WIN_RATE, _jailor_cannot_execute),

@@ -93,7 +93,7 @@ def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
     team = me.spec.night_chat if me is not None else ""
 
     def known(p: Player) -> bool:
-        return (not p.alive or p.revealed or p is me
+        return (not p.alive or (p.revealed and p.role == "mayor") or p is me
                 or (bool(team) and p.spec.night_chat == team))
     return known
 

@@ -71,9 +71,10 @@ def no_vampires(game: Game, p: Player) -> bool:
 
 
 def convertible(p: Player) -> bool:
-    """Town (not the Vampire Hunter) and Neutral Benign/Evil players without
-    defense of their own; Mafia and Neutral Killing roles are attacked."""
-    if p.faction is Faction.MAFIA or p.role == "vampire_hunter":
+    """Town (not the Vampire Hunter or a revealed Mayor) and Neutral
+    Benign/Evil players without defense of their own; Mafia and Neutral
+    Killing roles are attacked."""
+    if p.faction is Faction.MAFIA or p.role == "vampire_hunter" or p.revealed:
         return False
     if p.spec.alignment == "Neutral Killing" or p.spec.defense > Level.NONE:
         return False
