@@ -114,7 +114,7 @@ def chat_channels(game: Game, p: Player) -> tuple[str, ...]:
         out.insert(0, "jail")
         if p.slot == game.prisoner:
             return tuple(out)
-    if p.spec.night_chat:  # the team's night chat: "mafia", "vampire"
+    if p.spec.night_chat:  # the team's night chat (Mafia, Vampires)
         out.append(p.spec.night_chat)
     if p.role == "medium":
         out.append("dead")

@@ -247,8 +247,8 @@ class Night:
         t = self.player(slot)
         if t.framed:
             return FRAMER_GROUP
-        if "doused" in t.effects:
-            return GROUP_OF["Arsonist"]
+        if "doused" in t.effects:  # the effect holds the douser's role key
+            return GROUP_OF[ROLES[t.effects["doused"]].name]
         disguise = t.effects.get("disguised")
         if disguise:
             return GROUP_OF[ROLES[disguise].name]
@@ -261,14 +261,14 @@ class Night:
         if t.framed:
             return "mafia"
         spec = t.spec
-        immune = spec.detection_immune and not (spec.suspicious == "werewolf"
+        immune = spec.detection_immune and not (spec.detected_on_full_moon
                                                 and self.full_moon)
         return "" if immune else spec.suspicious
 
     def apparent_role(self, slot: int) -> str:
         """Consigliere: doused -> Arsonist; frames and disguises do not fool it."""
         t = self.player(slot)
-        return "arsonist" if "doused" in t.effects else t.role
+        return str(t.effects.get("doused", t.role))
 
     # ---- delivery ------------------------------------------------------------------
     def finish(self) -> None:

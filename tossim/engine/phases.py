@@ -35,7 +35,7 @@ def mafia_audience(game: Game) -> Audience:
 
 
 def team_audience(game: Game, team: str) -> Audience:
-    """The living members of a night-chat team ("mafia", "vampire")."""
+    """The living members of a night-chat team (Mafia, Vampires)."""
     if team == "mafia":
         return mafia_audience(game)
     return Audience(team, frozenset(p.slot for p in game.living()

@@ -28,7 +28,8 @@ from tossim.engine.modes import RANDOM_TOWN, TOWN_KILLING, get_mode
 from tossim.engine.roles import ROLES, Faction, find_role, town_roles
 from tossim.engine.state import Game, GameConfig, Phase, Player
 
-TEAM_CHANNELS = frozenset({"vampire"})
+# Night chats of teams other than the Mafia (whose channel has its own events).
+TEAM_CHANNELS = frozenset(r.night_chat for r in ROLES.values()) - {"", "mafia"}
 
 
 class ConfigError(ValueError):

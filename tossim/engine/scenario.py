@@ -1085,8 +1085,7 @@ class _Runner:
                                               "living Jailor")
             g.prisoner = slot
         for slot in state.get("doused", []):
-            arsonist = next((p.slot for p in g.players if p.role == "arsonist"), 0)
-            g.player(slot).effects["doused"] = arsonist
+            g.player(slot).effects["doused"] = "arsonist"
         for slot in state.get("blackmailed", []):
             g.player(slot).effects["blackmailed"] = True
         for slot, key in state.get("disguised", {}).items():

@@ -76,7 +76,7 @@ class GameConfig:
 EFFECTS: dict[str, str] = {
     "blackmailed": "next_day",  # cannot talk or whisper (A1, A2.7)
     "disguised": "next_day",  # value: role key shown to Investigators and on the body
-    "doused": "until_ignited",  # value: the Arsonist's seat
+    "doused": "until_ignited",  # value: the douser's role key (what investigators see)
     "remembered": "game",  # an Amnesiac that took a role (wins with it)
 }
 

@@ -195,7 +195,7 @@ def douse(n: Night, act: Act) -> None:
         return
     house = n.redirect(act.target)
     if n.visit(act.actor, house):
-        n.player(house).effects["doused"] = act.actor
+        n.player(house).effects["doused"] = n.player(act.actor).role
         if n.flags.douse_message:
             n.msg(house, "night.doused")
 

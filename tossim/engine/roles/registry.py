@@ -109,6 +109,8 @@ class Role:
     # Sheriff result key when not framed: "" not suspicious, "mafia",
     # "serial_killer", "werewolf"; see roles/investigation.py.
     suspicious: str = ""
+    # Detection immune except on full moons (the Werewolf).
+    detected_on_full_moon: bool = False
     # Dealt only from custom role lists (Vampire, Vampire Hunter); read by modes.
     custom_only: bool = False
     # A role change stated as data: become `becomes` (with `becomes_uses`, or
@@ -443,6 +445,7 @@ NEUTRAL_ROLES: tuple[Role, ...] = (
         passives=(Ability("werewolf_home", 5, order=7, visits=False, cause="werewolf",
                           labels=frozenset({"attack", "unblockable"})),),
         on_block="werewolf_on_block", roleblock_immune=True, detection_immune=True,
+        detected_on_full_moon=True,
         suspicious="werewolf", death_note=True,
         flavour="howls at the moon", win="werewolf",
     ),
