@@ -41,7 +41,7 @@ from tossim.engine.state import Phase
 SEEDS = range(30)
 PROJECTED_KEYS = {"v", "day", "phase", "key", "audience", "text", "data"}
 CHANNEL_KEYS = ("chat.mafia", "chat.jail", "chat.dead", "chat.seance", "chat.whisper",
-                "chat.spy_mafia")
+                "chat.spy_mafia", "chat.team", "chat.overheard")
 
 
 def expected_audience(game: Game, event: Event) -> frozenset[int] | None:
@@ -66,6 +66,10 @@ def expected_audience(game: Game, event: Event) -> frozenset[int] | None:
         return frozenset({event.data["author"], event.data["target"], *spies})
     if key == "chat.spy_mafia":
         return frozenset(p.slot for p in living if p.role == "spy")
+    if key == "chat.team":  # another team's night chat (Vampires)
+        return frozenset(p.slot for p in living if p.spec.night_chat == event.data["team"])
+    if key == "chat.overheard":  # the Vampire Hunter, anonymised
+        return frozenset(p.slot for p in living if p.spec.hears_chat == event.data["team"])
     return None
 
 
@@ -122,12 +126,13 @@ class LeakChecker:
             other = game.player(entry["slot"])
             if other.slot == slot or not entry["alive"] or entry["role"] is None or ended:
                 continue
-            both_mafia = me.faction is Faction.MAFIA and other.faction is Faction.MAFIA
+            team = me.spec.night_chat
+            both_mafia = bool(team) and other.spec.night_chat == team  # Mafia or Vampires
             if not both_mafia and not (entry["revealed_mayor"] and entry["role"] == "Mayor"):
                 self.fail(game, who, f"roster shows living player {other.slot}'s role")
         you = obs.you or {}
-        if "teammates" in you and me.faction is not Faction.MAFIA:
-            self.fail(game, who, "sees a Mafia team")
+        if "teammates" in you and not me.spec.night_chat:
+            self.fail(game, who, "sees a team")
         if "target" in you and me.role != "executioner":
             self.fail(game, who, "sees an Executioner target")
         # the events
@@ -173,7 +178,7 @@ class LeakChecker:
             if raw.key == "mayor.reveal":
                 continue  # the Mayor reveals in public
             own = raw.audience.kind == "players" and raw.audience.players == {slot}
-            if not (own or raw.audience.kind == "mafia"):
+            if not (own or raw.audience.kind in ("mafia", "vampire")):
                 self.fail(game, who, f"{raw.key} names living player {t}'s role")
 
 

@@ -7,6 +7,7 @@ from itertools import groupby
 
 from tossim.engine.modes import MODES, RuleFlags
 from tossim.engine.roles import GROUP_OF, ROLES, Level, Role
+from tossim.engine.victory import STALEMATES, WIN_CONDITIONS
 
 
 def _level(level: Level, defense: bool = False) -> str:
@@ -27,6 +28,9 @@ def _ability(r: Role) -> str:
             extra.append("visits" if a.visits else "no visit")
             if a.not_first_night:
                 extra.append("not Night 1")
+            if a.available:
+                extra.append(f"only when {a.available.replace('_', ' ')}")
+            extra.append(f"handler {a.handler_key}")
         parts.append(f"{label}: {a.name} ({a.rule.value}{uses}; {', '.join(extra)})"
                      if extra else f"{label}: {a.name} ({a.rule.value}{uses})")
     return "; ".join(parts) or "none"
@@ -52,6 +56,30 @@ def roles_markdown() -> str:
             f"| {r.name} | {r.alignment} | {_level(r.attack)} | {_level(r.defense, True)} "
             f"| {_ability(r)} | {', '.join(immune) or '-'} | {group} "
             f"| {'yes' if r.unique else 'no'} |")
+    lines += ["", "Dealt only from custom role lists: "
+              + ", ".join(r.name for r in ROLES.values() if r.custom_only) + "."]
+    lines += ["", "## Night order", "",
+              "Every night ability and passive, as the queue runs them (priority, order "
+              "within the priority, then seat).", "",
+              "| Priority | Order | Role | Ability | Handler | Labels |",
+              "|---|---|---|---|---|---|"]
+    entries = []
+    for r in ROLES.values():
+        for a in (r.night, *r.passives):
+            if a is not None:
+                entries.append((a.priority, a.order, r.name, a.name, a.handler_key,
+                                ", ".join(sorted(a.labels)) or "-"))
+    lines += [f"| {p} | {o} | {n} | {a} | {h} | {lab} |" for p, o, n, a, h, lab in sorted(entries)]
+    lines += ["", "## Win conditions", "", "| Role | Wins with | Co-win |", "|---|---|---|"]
+    for r in ROLES.values():
+        wc = WIN_CONDITIONS[r.win]
+        lines.append(f"| {r.name} | {wc.label or '-'} | {wc.co_win or '-'} |")
+    lines += ["", "## Stalemate table", "",
+              "With two players left on opposing sides (flag `stalemate_table`):", "",
+              "| Last two | Awarded to | Reason |", "|---|---|---|"]
+    for entry in STALEMATES:
+        pair = " vs ".join(sorted(ROLES[k].name for k in entry.roles))
+        lines.append(f"| {pair} | {WIN_CONDITIONS[entry.winner].label} | {entry.reason} |")
     lines += ["", "## Role cards", ""]
     for r in ROLES.values():
         lines += [f"### {r.name}", "", f"*{r.alignment}.* {r.summary}", "", f"Goal: {r.goal}", ""]

@@ -27,6 +27,8 @@ CHANNEL_TAGS = {
     "chat.seance": "[Seance] ",
     "chat.whisper": "[Whisper] ",
     "chat.spy_mafia": "[Spy] ",
+    "chat.team": "[Team] ",
+    "chat.overheard": "[Overheard] ",
 }
 
 # Phase banners the transcript prints itself, and acknowledgements that only
@@ -57,7 +59,7 @@ def _line(e: dict[str, Any], names: dict[int, str]) -> str:
     if e["key"].startswith("chat."):
         return f"  {text}"
     audience = e["audience"]
-    if audience in ("players", "mafia", "dead", "jail", "seance"):
+    if audience in ("players", "mafia", "vampire", "dead", "jail", "seance"):
         who = _recipients(e, names)
         return f"  ({who}) {text}" if who else f"  (private) {text}"
     return f"  * {text}"

@@ -33,12 +33,20 @@ const CAUSE_TEXT = {
   haunt: "haunted by the Jester",
   guilt: "killed by their own guilt",
   lynch: "lynched by the town",
+  arsonist: "incinerated by an Arsonist",
+  werewolf: "mauled by a Werewolf",
+  werewolf_jailed: "mauled by a Werewolf",
+  vampire: "bitten by a Vampire",
+  vampire_hunter: "staked by a Vampire Hunter",
 };
 
 const RESULT_TEXT = {
   town: "The Town won.",
   mafia: "The Mafia won.",
   serial_killer: "The Serial Killer won.",
+  arsonist: "The Arsonist won.",
+  werewolf: "The Werewolf won.",
+  vampire: "The Vampires won.",
   draw: "The game ended in a draw.",
 };
 
@@ -46,6 +54,7 @@ const CHANNEL_LABEL = {
   public: "Everyone",
   dead: "Dead chat",
   mafia: "Mafia chat",
+  vampire: "Vampire chat",
   jail: "Jail",
   seance: "Seance",
 };

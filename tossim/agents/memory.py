@@ -14,7 +14,8 @@ from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 
 CHAT_KEYS = frozenset({"chat.public", "chat.dead", "chat.mafia", "chat.jail", "chat.seance",
-                       "chat.whisper", "chat.whisper_notice", "chat.spy_mafia"})
+                       "chat.whisper", "chat.whisper_notice", "chat.spy_mafia", "chat.team",
+                       "chat.overheard"})
 PHASE_NAMES = {"day1": "Day", "discussion": "Discussion", "voting": "Voting",
                "defense": "Defense", "judgement": "Judgement", "last_words": "Last Words",
                "night": "Night", "ended": "Game over"}

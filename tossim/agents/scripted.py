@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from tossim.agents import bot_hints
 from tossim.agents import claims as cv
 from tossim.engine.commands import (
     Chat,
@@ -663,9 +664,11 @@ class ScriptedBot:
             text = cv.say_no_claim() if self.role == "jester" else self._jail_claim()
             out.append(Chat(self.slot, text, "jail"))
         night = acts.get("night")
+        out += bot_hints.pad(self.slot, self.role, you, acts)  # a Forger's forgery
         if night is not None:
             handler = _NIGHT.get(night.ability)
-            targets = handler(self, night) if handler is not None else None
+            targets = handler(self, night) if handler is not None \
+                else bot_hints.choose(self, night)  # roles scripted in bot_hints.py
             if targets:
                 out.append(NightAction(self.slot, targets))
                 if self.role == "godfather" and chat is not None and "mafia" in chat.options:

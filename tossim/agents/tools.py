@@ -110,9 +110,9 @@ def format_chat(memory: SeatMemory, event: dict[str, Any]) -> str:
                 f"{quote(data.get('text', ''))}")
     if key == "chat.whisper_notice":
         return f"({escape_text(event['text'])})"
-    if key == "chat.spy_mafia":
-        return f"(mafia, overheard) {quote(data.get('text', ''))}"
-    channel = key.split(".", 1)[1]
+    if key in ("chat.spy_mafia", "chat.overheard"):
+        return f"({data.get('team', 'mafia')}, overheard) {quote(data.get('text', ''))}"
+    channel = data.get("team") or key.split(".", 1)[1]  # a team chat names its team
     label = "" if channel == "public" else f"({channel}) "
     return f"{label}{who}: {quote(data.get('text', ''))}"
 

@@ -25,6 +25,7 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.roles import Ability, Faction, TargetRule
+from tossim.engine.roles.handlers import AVAILABLE
 from tossim.engine.state import (
     DAY_PHASES,
     MAX_CHAT,
@@ -97,6 +98,8 @@ def chat_channels(game: Game, p: Player) -> tuple[str, ...]:
     if phase in DAY_PHASES:
         if not p.alive:
             return ("dead",)
+        if "blackmailed" in p.effects:
+            return ()
         if phase in (Phase.DEFENSE, Phase.LAST_WORDS):
             return ("public",) if p.slot == game.accused else ()
         return ("public",)
@@ -111,8 +114,8 @@ def chat_channels(game: Game, p: Player) -> tuple[str, ...]:
         out.insert(0, "jail")
         if p.slot == game.prisoner:
             return tuple(out)
-    if p.faction is Faction.MAFIA:
-        out.append("mafia")
+    if p.spec.night_chat:  # the team's night chat (Mafia, Vampires)
+        out.append(p.spec.night_chat)
     if p.role == "medium":
         out.append("dead")
     return tuple(out)
@@ -129,20 +132,28 @@ def ability_targets(game: Game, p: Player, ability: Ability) -> tuple[int, ...]:
         out = list(living)
     elif rule is TargetRule.LIVING_NON_MAFIA:
         out = [s for s in living if game.player(s).faction is not Faction.MAFIA]
+    elif rule is TargetRule.LIVING_NON_TEAM:
+        team = p.spec.night_chat
+        out = [s for s in living if not team or game.player(s).spec.night_chat != team]
+    elif rule is TargetRule.DEAD_UNCLEANED:
+        out = [q.slot for q in game.players if not q.alive and q.death is not None
+               and not q.death.cleaned]
     elif rule is TargetRule.SELF:
         out = [p.slot]
     elif rule is TargetRule.PRISONER:
         out = [game.prisoner] if game.prisoner is not None else []
     elif rule is TargetRule.DEAD_TOWN:
         out = [q.slot for q in game.players if not q.alive and q.faction is Faction.TOWN
-               and q.slot not in game.night_revived]
+               and q.slot not in game.night_revived
+               and not (q.death is not None and q.death.cleaned)]
     else:  # HAUNT
         out = [s for s in game.haunt_candidates if game.player(s).alive]
-    # role-specific limits
-    if p.role == "doctor":
-        out = [s for s in out if not game.player(s).revealed
-               and (s != p.slot or p.uses.get("self_heal", 0) > 0)]
-    elif (p.role == "bodyguard" and p.uses.get("vest", 0) <= 0) or ability.name == "seance":
+    # limits the ability states as data
+    if ability.not_revealed_mayor:
+        out = [s for s in out if not game.player(s).revealed]
+    if ability.self_uses and p.uses.get(ability.self_uses, 0) <= 0:
+        out = [s for s in out if s != p.slot]
+    if ability.name == "seance":
         out = [s for s in out if s != p.slot]
     return tuple(out)
 
@@ -161,6 +172,8 @@ def night_ability(game: Game, p: Player) -> Ability | None:
     if ability.uses is not None and p.uses.get(ability.uses, 0) <= 0:
         return None
     if ability.name == "execute" and game.prisoner is None:
+        return None
+    if ability.available and not AVAILABLE[ability.available](game, p):
         return None
     return ability
 
@@ -188,7 +201,7 @@ def _chat(game: Game, p: Player) -> LegalAction | None:
 
 
 def _whisper(game: Game, p: Player) -> LegalAction | None:
-    if not p.alive or p.revealed or game.phase not in TALK_PHASES:
+    if not p.alive or p.revealed or game.phase not in TALK_PHASES or "blackmailed" in p.effects:
         return None
     me = p.slot
     targets = tuple([q.slot for q in game.players
@@ -291,6 +304,10 @@ def _require(game: Game, slot: int, kind: str, what: str) -> LegalAction:
         raise IllegalCommand("The game is over.")
     if not p.alive and kind not in ("chat", "seance", "night"):
         raise IllegalCommand(f"You are dead and cannot {what}.")
+    if kind in ("chat", "whisper") and p.alive and "blackmailed" in p.effects \
+            and game.phase in DAY_PHASES:
+        raise IllegalCommand("You are blackmailed: you cannot talk or whisper today "
+                             "(you can still vote).", "premise")
     if game.prisoner == slot and kind == "night":
         raise IllegalCommand("You are in jail and cannot act tonight.")
     raise IllegalCommand(f"You cannot {what} now ({_phase_name(game)}).")

@@ -50,6 +50,14 @@ class RuleFlags:
     # A5 Custom lists: whether their "Any" slots may deal the custom-only roles
     # (Vampire, Vampire Hunter); their exact, category and faction slots always may.
     any_deals_custom_only: bool = False
+    # A2.9 Amnesiac and unique roles: "allowed_if_none_living" (new) or "barred" (old).
+    amnesiac_unique: str = "allowed_if_none_living"
+    # A2.8 Arsonist douse: the old client told the target "You were doused in gas!".
+    douse_message: bool = False
+    # A7 Whether a Janitor spends a cleaning when its target survives (unconfirmed).
+    janitor_spends_on_survivor: bool = False
+    # A2.7 Forger uses: 3 (original) or 2 (later).
+    forger_uses: int = 3
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> RuleFlags:

@@ -1,47 +1,46 @@
-"""Night resolution: one ordered pass over the night's actions (rules reference A2).
+"""Night resolution: a priority queue of ability handlers (rules reference A2).
 
-Submissions are collected during the night and resolved once, in priority
-order. Each step is a small method; results are gathered and delivered at the
-end, so that reports can use every visit of the night (a Lookout sees a
-priority-5 killer, a same-night frame changes a priority-4 result).
+Every night ability in the role registry names a handler (a small function
+in `engine/roles/<family>.py`), a priority and labels. `Night.resolve` queues
+each chosen action, and every passive ability, by (priority, order, seat)
+and runs the handlers in that order; a handler may push a later entry (the
+Arsonist's ignite). This module holds only the queue and the primitives the
+handlers share: visit (jail check, visit log), block, redirect/control,
+protection (heal, guard, vest, alert, barrier), attacks with levels, the
+investigation override chain (A4) and the night's messages, delivered
+together at the end so that reports can use every visit of the night.
+
+Player effects that outlive the night (framed, doused, blackmailed,
+disguised) live on `Player` with the lifetimes listed in `state.EFFECTS`;
+night-only ones (healed, guarded, vested, cleaned, forged) live here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from collections.abc import Callable
 from typing import Any
 
 from tossim.engine.events import to
 from tossim.engine.log import emit
-from tossim.engine.roles import FRAMER_GROUP, GROUP_OF, Faction, Level
-from tossim.engine.state import Death, Game
+from tossim.engine.roles import FRAMER_GROUP, GROUP_OF, ROLES, Level
+from tossim.engine.roles.handlers import HANDLERS, REACTIONS, Act, Attack
+from tossim.engine.state import Death, Game, Player
 
-ATTACK_CAUSE = {
-    "godfather": "mafia",
-    "mafioso": "mafia",
-    "serial_killer": "serial_killer",
-    "vigilante": "vigilante",
-    "jailor": "jailor",
-}
+__all__ = ["Act", "Attack", "Night", "resolve_night"]
 
 
-@dataclass
-class Attack:
-    attacker: int
-    target: int
-    level: Level
-    cause: str
-    visiting: bool
-
-
-class NightResolver:
+class Night:
     def __init__(self, game: Game) -> None:
         self.g = game
         self.flags = game.flags
         self.actions = dict(game.night_actions)
         self.prisoner = game.prisoner
+        self.full_moon = game.day % 2 == 0  # Werewolf nights (A2.8): even nights
         self.swaps: list[tuple[int, int]] = []
         self.blocked: set[int] = set()
+        self.cancelled: set[int] = set()
+        self.done: set[str] = set()  # team steps already run (the Mafia's one kill)
         self.visits: list[tuple[int, int]] = []  # (visitor, house), in order
         self.healers: dict[int, list[int]] = {}
         self.guards: dict[int, list[int]] = {}
@@ -51,19 +50,69 @@ class NightResolver:
         self.notes: dict[int, list[str]] = {}
         self.revived: list[int] = []
         self.investigated: set[int] = set()
-        self.lookouts: list[tuple[int, int]] = []
-        self.sk_counters: list[tuple[int, int]] = []  # (serial killer, blocker)
-        self.town_kills_by_vigilante: set[int] = set()
+        self.cleaned: dict[int, int] = {}  # target -> Janitor
+        self.forged: dict[int, str] = {}  # target -> forged will
         self.executed = False
+        self.acts: dict[int, Act] = {}  # chosen actions by actor
+        # role families' own bookkeeping for the night (counters, lookouts ...)
+        self.memo: dict[str, Any] = {}
         # (recipient, key, text params, structured data)
         self.messages: list[tuple[int, str, dict[str, Any], dict[str, Any]]] = []
         self._sent: set[tuple[int, str, str]] = set()
+        self._queue: list[tuple[int, int, int, int, Act]] = []
+        self._seq = 0
 
-    # ---- helpers -----------------------------------------------------------------
-    def actors(self, *roles: str) -> list[int]:
-        """Living actors of these roles with an action tonight, in slot order."""
-        return [s for s in sorted(self.actions)
-                if self.g.player(s).alive and self.g.player(s).role in roles]
+    # ---- the queue -----------------------------------------------------------------
+    def push(self, act: Act, priority: int | None = None, order: int | None = None) -> None:
+        """Queue an ability use; handlers may push later entries (same night)."""
+        a = act.ability
+        prio = priority if priority is not None else a.priority
+        if priority is None and a.priority_flag:
+            prio = int(getattr(self.flags, a.priority_flag))
+        if order is None:
+            order = a.order if prio == a.priority else 0
+        self._seq += 1
+        heapq.heappush(self._queue, (prio, order, act.actor, self._seq, act))
+
+    def build(self) -> None:
+        for p in self.g.players:
+            a = p.spec.night
+            if a is not None and (a.always or (p.alive and p.slot in self.actions)):
+                targets = self.actions.get(p.slot, ())
+                act = Act(p.slot, a, targets, chosen=bool(targets))
+                if act.chosen:
+                    self.acts[p.slot] = act
+                self.push(act)
+            if p.alive:
+                for passive in p.spec.passives:
+                    self.push(Act(p.slot, passive))
+
+    def resolve(self) -> None:
+        self.build()
+        while self._queue:
+            act = heapq.heappop(self._queue)[4]
+            if act.chosen and act.actor in self.cancelled:
+                continue
+            labels = act.ability.labels
+            if act.actor in self.blocked and not labels & {"unblockable", "own_block"}:
+                continue
+            HANDLERS[act.ability.handler_key](self, act)
+        self.finish()
+
+    def cancel(self, slot: int) -> None:
+        """The actor's chosen action tonight is void (Vigilante guilt, Witch)."""
+        self.actions.pop(slot, None)
+        self.cancelled.add(slot)
+
+    # ---- helpers -------------------------------------------------------------------
+    def player(self, slot: int) -> Player:
+        return self.g.player(slot)
+
+    def name(self, slot: int) -> str:
+        return self.g.name(slot)
+
+    def living_roles(self, *roles: str) -> list[Player]:
+        return [p for p in self.g.living() if p.role in roles]
 
     def msg(self, slot: int, key: str, data: dict[str, Any] | None = None,
             **params: Any) -> None:
@@ -73,7 +122,17 @@ class NightResolver:
             self._sent.add(sig)
             self.messages.append((slot, key, params, params if data is None else data))
 
+    def announce(self, key: str, data: dict[str, Any] | None = None, **params: Any) -> None:
+        """A public announcement at dawn, after the deaths (an Amnesiac remembered)."""
+        self.g.memo.setdefault("dawn", []).append((key, params if data is None else data,
+                                                   params))
+
+    def is_blocked(self, slot: int) -> bool:
+        return slot in self.blocked or slot == self.prisoner
+
+    # ---- visits, blocks, control -----------------------------------------------------
     def redirect(self, target: int) -> int:
+        """Where an action aimed at `target` lands after tonight's transports."""
         for a, b in self.swaps:
             if target == a:
                 target = b
@@ -91,223 +150,44 @@ class NightResolver:
         self.visits.append((visitor, house))
         return True
 
-    def target_of(self, actor: int) -> int:
-        return self.actions[actor][0]
+    def visitors(self, house: int) -> list[int]:
+        """Everyone who visited `house` so far tonight, in order, once each."""
+        return list(dict.fromkeys(v for v, h in self.visits if h == house and v != house))
 
-    # ---- the pipeline --------------------------------------------------------------
-    def resolve(self) -> None:
-        self.transports()
-        self.alerts()
-        self.guilt()
-        self.haunt()
-        if self.flags.retributionist_priority == 1:
-            self.revives()
-        self.roleblocks()
-        if self.flags.retributionist_priority != 1:
-            self.revives()
-        self.protect_and_frame()
-        self.investigations()
-        self.attacks()
-        self.veteran_shots()
-        self.spies()
-        self.lookout_reports()
-        self.finish()
-
-    def transports(self) -> None:
-        for t in self.actors("transporter"):
-            a, b = self.actions[t]
-            # visiting yourself is not a visit, whichever target you are
-            self.visits.extend((t, x) for x in (a, b) if x != t)
-            jailed = [x for x in (a, b) if x == self.prisoner]
-            if jailed:
-                self.msg(t, "night.transport_failed")
-                for x in jailed:
-                    self.msg(x, "night.jail_transport")
-                continue
-            self.swaps.append((a, b))
-            self.msg(t, "night.transporter_note", {"targets": [a, b]},
-                     first=self.g.name(a), second=self.g.name(b))
-            for x in (a, b):
-                self.msg(x, "night.transported")
-
-    def alerts(self) -> None:
-        for v in self.actors("veteran"):
-            self.g.player(v).uses["alerts"] -= 1
-            self.alert.add(v)
-
-    def guilt(self) -> None:
-        for p in self.g.living():
-            if p.role == "vigilante" and p.guilty_conscience:
-                p.guilty_conscience = False
-                self.actions.pop(p.slot, None)  # the night's shot is void
-                self.die(p.slot, "guilt", None)
-
-    def haunt(self) -> None:
-        jester = self.g.haunter
-        if jester is None:
+    def block(self, blocker: int, chosen: int) -> None:
+        """A role block (A2.4): cancels the target's later actions unless the
+        target is immune (then its `on_block` reaction, if any, runs)."""
+        house = self.redirect(chosen)
+        if not self.visit(blocker, house, "night.jail_roleblock"):
             return
-        candidates = [c for c in self.g.haunt_candidates if self.g.player(c).alive]
-        chosen = self.actions.get(jester)
-        if chosen and chosen[0] in candidates:
-            target = chosen[0]
-        elif candidates:
-            target = self.g.rng.choice(candidates)
+        target = self.player(house)
+        if target.spec.on_block:
+            REACTIONS[target.spec.on_block](self, house, blocker)
+        elif target.spec.roleblock_immune:
+            self.msg(house, "night.roleblock_immune")
         else:
-            return
-        self.die(target, "haunt", jester)  # ignores jail, heals and Bodyguards
+            self.blocked.add(house)
+            self.msg(house, "night.roleblocked")
 
-    def revives(self) -> None:
-        for r in self.actors("retributionist"):
-            if r in self.blocked:
-                continue
-            target = self.target_of(r)
-            if self.g.player(target).alive:
-                continue
-            self.g.player(r).uses["revive"] -= 1
-            self.revived.append(target)
-            self.msg(r, "night.revive_done", {"target": target}, target=self.g.name(target))
-            self.msg(target, "night.revived")
+    # ---- protection ----------------------------------------------------------------
+    def heal(self, doctor: int, house: int) -> None:
+        if not self.player(house).revealed:
+            self.healers.setdefault(house, []).append(doctor)
 
-    def roleblocks(self) -> None:
-        for e in self.actors("escort"):
-            house = self.redirect(self.target_of(e))
-            if not self.visit(e, house, "night.jail_roleblock"):
-                continue
-            target = self.g.player(house)
-            if target.role == "serial_killer" and self.flags.sk_cautious:
-                self.blocked.add(house)  # a cautious SK stays home
-                self.msg(house, "night.roleblock_immune")
-            elif target.spec.roleblock_immune:
-                self.msg(house, "night.roleblock_immune")
-                if target.role == "serial_killer":
-                    self.sk_counters.append((house, e))
-                    self.msg(house, "night.sk_blocker")
-            else:
-                self.blocked.add(house)
-                self.msg(house, "night.roleblocked")
+    def guard(self, bodyguard: int, house: int) -> None:
+        self.guards.setdefault(house, []).append(bodyguard)
 
-    def protect_and_frame(self) -> None:
-        for actor in self.actors("bodyguard", "doctor", "framer"):
-            if actor in self.blocked:
-                continue
-            p = self.g.player(actor)
-            chosen = self.target_of(actor)
-            if chosen == actor:  # self-heal / vest: not a visit, not moved
-                if p.role == "doctor":
-                    p.uses["self_heal"] -= 1
-                    self.healers.setdefault(actor, []).append(actor)
-                elif p.role == "bodyguard":
-                    p.uses["vest"] -= 1
-                    self.vested.add(actor)
-                continue
-            house = self.redirect(chosen)
-            if not self.visit(actor, house):
-                continue
-            if p.role == "doctor":
-                if not self.g.player(house).revealed:
-                    self.healers.setdefault(house, []).append(actor)
-            elif p.role == "bodyguard":
-                self.guards.setdefault(house, []).append(actor)
-            else:
-                self.g.player(house).framed = True
+    def defense(self, slot: int) -> Level:
+        p = self.player(slot)
+        level = p.spec.defense
+        if slot in self.alert or slot in self.vested or p.uses.get("barrier", 0) > 0:
+            level = max(level, Level.BASIC)
+        return level
 
-    def investigations(self) -> None:
-        for actor in self.actors("sheriff", "investigator", "lookout"):
-            if actor in self.blocked:
-                continue
-            role = self.g.player(actor).role
-            house = self.redirect(self.target_of(actor))
-            if not self.visit(actor, house):
-                continue
-            if role == "lookout":
-                self.lookouts.append((actor, house))
-                continue
-            self.investigated.add(house)
-            if role == "sheriff":
-                self.sheriff_result(actor, house)
-            else:
-                self.investigator_result(actor, house)
-
-    def sheriff_result(self, sheriff: int, house: int) -> None:
-        t = self.g.player(house)
-        modern = self.flags.sheriff_wording == "modern"
-        if t.framed or (t.faction is Faction.MAFIA and not t.spec.detection_immune):
-            key, result = ("night.sheriff_suspicious" if modern else "night.sheriff_mafia",
-                           "suspicious")
-        elif t.role == "serial_killer":
-            key, result = ("night.sheriff_suspicious" if modern else "night.sheriff_sk",
-                           "suspicious")
-        else:
-            key, result = ("night.sheriff_innocent_modern" if modern
-                           else "night.sheriff_innocent", "not_suspicious")
-        self.msg(sheriff, key, {"target": house, "result": result})
-
-    def investigator_result(self, inv: int, house: int) -> None:
-        t = self.g.player(house)
-        group = FRAMER_GROUP if t.framed else GROUP_OF[t.spec.name]
-        self.msg(inv, "night.investigator", {"target": house, "roles": list(group)},
-                 first=group[0], second=group[1], third=group[2])
-
-    def attacks(self) -> None:
-        g = self.g
-        queue: list[Attack] = []
-        for j in self.actors("jailor"):
-            if j in self.blocked or self.prisoner is None:
-                continue
-            g.player(j).uses["executions"] -= 1
-            self.executed = True
-            queue.append(Attack(j, self.prisoner, Level.UNSTOPPABLE, "jailor", False))
-        for v in self.actors("vigilante"):
-            if v in self.blocked:
-                if self.flags.vigilante_blocked_spends_bullet:
-                    g.player(v).uses["bullets"] -= 1
-                continue
-            g.player(v).uses["bullets"] -= 1
-            queue.append(Attack(v, self.target_of(v), Level.BASIC, "vigilante", True))
-        queue.extend(self.mafia_attack())
-        countered = {sk for sk, _ in self.sk_counters}
-        for sk in self.actors("serial_killer"):
-            if sk in self.blocked:
-                continue
-            if sk in countered and self.flags.sk_blocker == "instead":
-                continue
-            queue.append(Attack(sk, self.target_of(sk), Level.BASIC, "serial_killer", True))
-        for sk, blocker in self.sk_counters:
-            queue.append(Attack(sk, blocker, Level.BASIC, "sk_blocker", False))
-        prisoner = g.player(self.prisoner) if self.prisoner is not None else None
-        if (prisoner is not None and prisoner.alive and prisoner.role == "serial_killer"
-                and not self.executed and not self.flags.sk_cautious):
-            jailor = next((p.slot for p in g.living() if p.role == "jailor"), None)
-            if jailor is not None:
-                queue.append(Attack(prisoner.slot, jailor, Level.BASIC, "sk_jailed", False))
-        for atk in queue:
-            self.resolve_attack(atk)
-
-    def mafia_attack(self) -> list[Attack]:
-        """The Godfather's pick overrides the Mafioso's; only the one who kills visits."""
-        g = self.g
-
-        def able(slot: int | None) -> bool:
-            return slot is not None and slot in self.actions and slot not in self.blocked
-
-        gf = next((s for s in self.actors("godfather")), None)
-        maf = next((p.slot for p in g.living() if p.role == "mafioso"), None)
-        maf_free = maf is not None and maf != self.prisoner and maf not in self.blocked
-        if able(gf):
-            assert gf is not None
-            target = self.target_of(gf)
-            if maf_free:
-                assert maf is not None
-                self.msg(maf, "night.godfather_order", {"target": target},
-                         target=g.name(target))
-                return [Attack(maf, target, Level.BASIC, "mafia", True)]
-            return [Attack(gf, target, Level.BASIC, "mafia", True)]
-        if able(maf):
-            assert maf is not None
-            return [Attack(maf, self.target_of(maf), Level.BASIC, "mafia", True)]
-        return []
-
-    def resolve_attack(self, atk: Attack) -> None:
+    # ---- attacks -------------------------------------------------------------------
+    def attack(self, atk: Attack) -> None:
+        """Resolve one attack now: a visiting attack is redirected by transports,
+        fails on the prisoner and is intercepted by a Bodyguard."""
         house = self.redirect(atk.target) if atk.visiting else atk.target
         if atk.visiting:
             if not self.visit(atk.attacker, house, "night.jail_attack"):
@@ -319,28 +199,30 @@ class NightResolver:
                 self.strike(bodyguard, atk.attacker, Level.POWERFUL, "bodyguard")
                 self.strike(atk.attacker, bodyguard, atk.level, "bodyguard_sacrifice")
                 return
-        self.strike(atk.attacker, house, atk.level, atk.cause)
+        self.strike(atk.attacker, house, atk.level, atk.cause, atk.on_kill)
 
-    def defense(self, slot: int) -> Level:
-        p = self.g.player(slot)
-        level = p.spec.defense
-        if slot in self.alert or slot in self.vested:
-            level = max(level, Level.BASIC)
-        return level
-
-    def strike(self, attacker: int, target: int, level: Level, cause: str) -> None:
+    def strike(self, attacker: int, target: int, level: Level, cause: str,
+               on_kill: Callable[[Night, int, int], None] | None = None) -> None:
+        p = self.player(target)
         base = self.defense(target)
         healed = bool(self.healers.get(target))
         if level > max(base, Level.POWERFUL if healed else Level.NONE):
             self.die(target, cause, attacker)
+            if on_kill is not None:
+                on_kill(self, attacker, target)
             return
         if healed and level > base:
             self.msg(target, "night.healed")
             for doctor in self.healers[target]:
                 if doctor != target:
                     self.msg(doctor, "night.doctor_saved")
-        elif target in self.vested and level > self.g.player(target).spec.defense:
+        elif target in self.vested and level > p.spec.defense:
             self.msg(target, "night.vest_saved")
+        elif (level > p.spec.defense and target not in self.alert
+              and p.uses.get("barrier", 0) > 0):
+            p.uses["barrier"] -= 1  # the Witch's one-time barrier: the attacker hears nothing
+            self.msg(target, "night.defense_held")
+            return
         else:
             self.msg(target, "night.defense_held")
         if cause not in ("veteran", "bodyguard"):
@@ -353,50 +235,46 @@ class NightResolver:
         self.msg(target, victim_key)
         if attacker is None:
             return
-        killer = self.g.player(attacker)
+        killer = self.player(attacker)
         if killer.spec.death_note and killer.death_note:
             notes = self.notes.setdefault(target, [])
             if killer.death_note not in notes:
                 notes.append(killer.death_note)
-        victim = self.g.player(target)
-        if cause == "vigilante" and victim.faction is Faction.TOWN:
-            self.town_kills_by_vigilante.add(attacker)
-        if cause == "jailor" and victim.faction is Faction.TOWN:
-            killer.uses["executions"] = 0
-            self.msg(attacker, "night.jailor_lost_executions")
 
-    def veteran_shots(self) -> None:
-        for vet in sorted(self.alert):
-            shot: list[int] = []
-            for visitor, house in self.visits:
-                if house == vet and visitor != vet and visitor not in shot:
-                    shot.append(visitor)
-            for visitor in shot:
-                self.strike(vet, visitor, Level.POWERFUL, "veteran")
-            if shot:
-                self.msg(vet, "night.veteran_shot")
+    # ---- investigation: one override chain (A4) --------------------------------------
+    def apparent_group(self, slot: int) -> tuple[str, ...]:
+        """Investigator: framed -> doused -> disguised -> true role."""
+        t = self.player(slot)
+        if t.framed:
+            return FRAMER_GROUP
+        if "doused" in t.effects:  # the effect holds the douser's role key
+            return GROUP_OF[ROLES[t.effects["doused"]].name]
+        disguise = t.effects.get("disguised")
+        if disguise:
+            return GROUP_OF[ROLES[disguise].name]
+        return GROUP_OF[t.spec.name]
 
-    def spies(self) -> None:
-        spies = [p.slot for p in self.g.living()
-                 if p.role == "spy" and p.slot != self.prisoner and p.slot not in self.blocked]
-        if not spies:
-            return
-        houses = sorted({h for v, h in self.visits
-                         if self.g.player(v).faction is Faction.MAFIA and h != v})
-        for spy in spies:
-            for h in houses:
-                self.msg(spy, "night.spy", {"target": h}, target=self.g.name(h))
+    def apparent_suspicion(self, slot: int) -> str:
+        """Sheriff: "" (not suspicious) or the key of what they look like.
+        Framed -> Mafia; douse and disguise do not fool the Sheriff."""
+        t = self.player(slot)
+        if t.framed:
+            return "mafia"
+        spec = t.spec
+        immune = spec.detection_immune and not (spec.detected_on_full_moon
+                                                and self.full_moon)
+        return "" if immune else spec.suspicious
 
-    def lookout_reports(self) -> None:
-        for lookout, house in self.lookouts:
-            seen = sorted({v for v, h in self.visits if h == house and v != lookout})
-            for v in seen:
-                self.msg(lookout, "night.lookout", {"visitor": v, "target": house},
-                         visitor=self.g.name(v))
+    def apparent_role(self, slot: int) -> str:
+        """Consigliere: doused -> Arsonist; frames and disguises do not fool it."""
+        t = self.player(slot)
+        return str(t.effects.get("doused", t.role))
 
     # ---- delivery ------------------------------------------------------------------
     def finish(self) -> None:
         g = self.g
+        for hook in self.memo.get("finish_hooks", []):  # role families' end of night
+            hook(self)
         for slot, key, params, data in self.messages:
             emit(g, key, to(slot), data=data, **params)
         if self.flags.frame_duration == "night":
@@ -405,14 +283,16 @@ class NightResolver:
         else:
             for slot in self.investigated:
                 g.player(slot).framed = False
-        for vig in self.town_kills_by_vigilante:
-            if vig not in self.deaths:
-                g.player(vig).guilty_conscience = True
         for slot in sorted(self.deaths):
             p = g.player(slot)
             p.alive = False
-            p.death = Death(day=g.day, at_night=True, causes=self.deaths[slot], will=p.will,
-                            death_notes=self.notes.get(slot, []), role_shown=p.spec.name)
+            will = self.forged.get(slot, p.will)
+            shown = shown_role(p)
+            if slot in self.cleaned:
+                will, shown = "", CLEANED
+            p.death = Death(day=g.day, at_night=True, causes=self.deaths[slot], will=will,
+                            death_notes=self.notes.get(slot, []), role_shown=shown,
+                            cleaned=slot in self.cleaned, forged=slot in self.forged)
             g.last_death_day = g.day
         for slot in self.revived:
             p = g.player(slot)
@@ -423,5 +303,14 @@ class NightResolver:
         g.night_revived = [s for s in self.revived if s not in self.deaths]
 
 
+CLEANED = "Cleaned"
+
+
+def shown_role(p: Player) -> str:
+    """The role the town sees on `p`'s body: a disguise, or the true role."""
+    disguise = p.effects.get("disguised")
+    return ROLES[disguise].name if disguise else p.spec.name
+
+
 def resolve_night(game: Game) -> None:
-    NightResolver(game).resolve()
+    Night(game).resolve()

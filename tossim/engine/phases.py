@@ -9,9 +9,10 @@ from tossim.engine import victory
 from tossim.engine.events import PUBLIC, Audience, to
 from tossim.engine.log import emit
 from tossim.engine.messages import CAUSE_TEXT
-from tossim.engine.night import resolve_night
-from tossim.engine.roles import Faction
-from tossim.engine.state import Death, Game, Phase
+from tossim.engine.night import resolve_night, shown_role
+from tossim.engine.roles import ROLES, Faction
+from tossim.engine.roles.handlers import CONDITIONS
+from tossim.engine.state import EFFECTS, Death, Game, Phase
 
 
 def set_phase(game: Game, phase: Phase) -> None:
@@ -31,6 +32,14 @@ def weight(game: Game, slot: int) -> int:
 def mafia_audience(game: Game) -> Audience:
     members = frozenset(p.slot for p in game.living() if p.faction is Faction.MAFIA)
     return Audience("mafia", members)
+
+
+def team_audience(game: Game, team: str) -> Audience:
+    """The living members of a night-chat team (Mafia, Vampires)."""
+    if team == "mafia":
+        return mafia_audience(game)
+    return Audience(team, frozenset(p.slot for p in game.living()
+                                    if p.spec.night_chat == team))
 
 
 def dead_audience(game: Game) -> Audience:
@@ -162,11 +171,12 @@ def lynch(game: Game) -> None:
     p = game.player(accused)
     p.alive = False
     p.lynched = True
+    shown = shown_role(p)
     p.death = Death(day=game.day, at_night=False, causes=["lynch"], will=p.will,
-                    death_notes=[], role_shown=p.spec.name)
+                    death_notes=[], role_shown=shown)
     game.last_death_day = game.day
-    emit(game, "lynch.death", PUBLIC, data={"player": accused, "role": p.spec.name},
-         name=p.name, role=p.spec.name)
+    emit(game, "lynch.death", PUBLIC, data={"player": accused, "role": shown},
+         name=p.name, role=shown)
     if p.will:
         emit(game, "lynch.will", PUBLIC, data={"player": accused, "will": p.will},
              name=p.name, will=p.will)
@@ -198,6 +208,10 @@ def begin_night(game: Game) -> None:
     game.night_actions = {}
     game.night_deaths = []
     game.night_revived = []
+    for p in game.players:  # effects that last "the next day" end now (state.EFFECTS)
+        if p.effects:
+            for key in [k for k in p.effects if EFFECTS[k] == "next_day"]:
+                del p.effects[key]
     emit(game, "phase.night", PUBLIC)
     jailor = next((p for p in game.living() if p.role == "jailor"), None)
     choice = game.jail_choice
@@ -234,18 +248,24 @@ def end_night(game: Game) -> None:
         cause = CAUSE_TEXT[p.death.causes[0]]
         emit(game, "dawn.death", PUBLIC, data={"player": slot, "causes": p.death.causes},
              name=p.name, cause=cause)
-        emit(game, "dawn.role", PUBLIC, data={"player": slot, "role": p.spec.name},
-             name=p.name, role=p.spec.name)
-        if p.will:
-            emit(game, "dawn.will", PUBLIC, data={"player": slot, "will": p.will},
-                 name=p.name, will=p.will)
+        if p.death.cleaned:
+            emit(game, "dawn.cleaned", PUBLIC, data={"player": slot, "role": None},
+                 name=p.name)
         else:
+            emit(game, "dawn.role", PUBLIC, data={"player": slot, "role": p.death.role_shown},
+                 name=p.name, role=p.death.role_shown)
+        if p.death.will:
+            emit(game, "dawn.will", PUBLIC, data={"player": slot, "will": p.death.will},
+                 name=p.name, will=p.death.will)
+        elif not p.death.cleaned:
             emit(game, "dawn.no_will", PUBLIC, data={"player": slot})
         for note in p.death.death_notes:
             emit(game, "dawn.death_note", PUBLIC, data={"player": slot, "note": note},
                  name=p.name, note=note)
     for slot in revived:
         emit(game, "dawn.revived", PUBLIC, data={"player": slot}, name=game.name(slot))
+    for key, data, params in game.memo.pop("dawn", ()):  # the night's announcements
+        emit(game, key, PUBLIC, data=data, **params)
     if not deaths and not revived:
         emit(game, "dawn.quiet", PUBLIC)
     after_deaths(game, deaths, at_night=True)
@@ -260,21 +280,36 @@ def after_deaths(game: Game, deaths: list[int], at_night: bool) -> None:
     if not deaths:
         return
     living = game.living()
-    # Promotions follow the death of a Mafia killer only: a game dealt without
-    # a Godfather keeps its Mafioso a Mafioso when somebody else dies.
+    # A2.8: the Godfather dies -> the Mafioso becomes Godfather; with no Mafia
+    # Killing role left (whatever the cause of death, a lynch included),
+    # another Mafia member (first joined) becomes Mafioso, never Godfather.
+    # A game dealt without a Godfather keeps its Mafioso a Mafioso.
     died = {game.player(s).role for s in deaths}
-    if not any(p.role in ("godfather", "mafioso") for p in living):
+    if not any(p.spec.alignment == "Mafia Killing" for p in living):
         heir = next((p for p in living if p.faction is Faction.MAFIA), None)
-        if heir is not None and died & {"godfather", "mafioso"}:
+        if heir is not None:
             _promote(game, heir.slot, "mafioso")
     elif "godfather" in died and not any(p.role == "godfather" for p in living):
         mafioso = next(p for p in living if p.role == "mafioso")
         _promote(game, mafioso.slot, "godfather")
+    change_roles(game)
     if at_night:
         for exe in living:
             if exe.role == "executioner" and exe.target in deaths:
                 exe.role = "jester"
                 emit(game, "night.became_jester", to(exe.slot), data={})
+
+
+def change_roles(game: Game) -> None:
+    """Role changes stated as data (`Role.becomes` when `Role.becomes_when`):
+    a Vampire Hunter with no Vampire left becomes a Vigilante."""
+    for p in game.living():
+        spec = p.spec
+        if spec.becomes and CONDITIONS[spec.becomes_when](game, p):
+            p.role = spec.becomes
+            p.uses = dict(spec.becomes_uses or ROLES[spec.becomes].uses)
+            emit(game, "role.changed", to(p.slot), data={"role": p.spec.name},
+                 role=p.spec.name)
 
 
 def _promote(game: Game, slot: int, role_key: str) -> None:

@@ -30,6 +30,9 @@ from tossim.engine.role_lists import ConfigError, RoleListError
 from tossim.engine.roles import ROLES, Faction, find_role
 from tossim.engine.state import Game, GameConfig, Phase, Player
 
+# Night chats of teams other than the Mafia (whose channel has its own events).
+TEAM_CHANNELS = frozenset(r.night_chat for r in ROLES.values()) - {"", "mafia"}
+
 
 def role_list(config: GameConfig) -> tuple[str, ...]:
     """The slots this game deals: a custom list, or the mode's first N slots."""
@@ -117,7 +120,8 @@ def new_game(config: GameConfig) -> Game:
     keys = deal(config, rng)
     names = config.names or tuple(f"Player {i}" for i in range(1, config.players + 1))
     players = [
-        Player(slot=i, name=names[i - 1], role=k, original_role=k, uses=dict(ROLES[k].uses))
+        Player(slot=i, name=names[i - 1], role=k, original_role=k,
+               uses=ROLES[k].starting_uses(flags))
         for i, k in enumerate(keys, start=1)
     ]
     game = Game(config=config, flags=flags, players=players, rng=rng)
@@ -143,6 +147,13 @@ def new_game(config: GameConfig) -> Game:
         emit(game, "game.mafia_team", Audience("mafia", frozenset(p.slot for p in mafia)),
              data={"members": [{"slot": p.slot, "role": p.spec.name} for p in mafia]},
              members=", ".join(f"{p.name} ({p.spec.name})" for p in mafia))
+    teams = sorted({p.spec.night_chat for p in players} - {"", "mafia"})
+    for team in teams:  # other night-chat teams (Vampires) learn each other too
+        members = [p for p in players if p.spec.night_chat == team]
+        emit(game, "game.team", Audience(team, frozenset(p.slot for p in members)),
+             data={"team": team, "members": [{"slot": p.slot, "role": p.spec.name}
+                                             for p in members]},
+             members=", ".join(f"{p.name} ({p.spec.name})" for p in members))
     for p in players:
         if p.role == "executioner" and p.target is not None:
             emit(game, "game.executioner_target", to(p.slot), data={"target": p.target},
@@ -200,6 +211,15 @@ def _chat(game: Game, cmd: Chat) -> None:
             if spies:
                 emit(game, "chat.spy_mafia", Audience("players", spies),
                      data={"text": text}, text=text)
+    elif channel in TEAM_CHANNELS:  # another team's night chat (Vampires)
+        audience = phases.team_audience(game, channel)
+        emit(game, "chat.team", audience,
+             data={"author": p.slot, "team": channel, "text": text},
+             author=p.name, text=text)
+        listeners = frozenset(q.slot for q in game.living() if q.spec.hears_chat == channel)
+        if listeners:  # anonymised (the Vampire Hunter hears the Vampires)
+            emit(game, "chat.overheard", Audience("players", listeners),
+                 data={"team": channel, "text": text}, team=channel.title(), text=text)
     elif channel == "jail":
         assert game.prisoner is not None
         jailor = next(q.slot for q in game.living() if q.role == "jailor")
@@ -255,13 +275,15 @@ def _night_action(game: Game, cmd: NightAction) -> None:
     names = " and ".join(game.name(t) for t in cmd.targets)
     if ability.name == "alert":
         names = "yourself"
-    if p.faction is not Faction.MAFIA:
+    team = p.spec.night_chat
+    if not team:
         emit(game, "night.chosen", to(cmd.actor),
              data={"ability": ability.name, "targets": list(cmd.targets)},
              verb=ability.verb, targets=names)
     else:
-        # the Mafia see each other's choices, as in the game's night chat
-        emit(game, "night.mafia_chosen", phases.mafia_audience(game),
+        # a team sees each other's choices, as in the game's night chat
+        emit(game, "night.mafia_chosen" if team == "mafia" else "night.team_chosen",
+             phases.team_audience(game, team),
              data={"actor": p.slot, "ability": ability.name, "targets": list(cmd.targets)},
              actor=p.name, verb=ability.verb, targets=names)
 

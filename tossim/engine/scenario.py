@@ -46,10 +46,11 @@ from tossim.engine.modes import RuleFlags
 from tossim.engine.roles import ROLES, find_role
 from tossim.engine.rules import apply, new_game
 from tossim.engine.state import Death, Game, GameConfig, Phase
-from tossim.engine.view import PUBLIC_VIEWER, Viewer, visible_events
+from tossim.engine.view import PUBLIC_VIEWER, Viewer, view, visible_events
 
 FAULTS = ("intention", "premise", "parameter", "expression")
-RESULTS = ("town", "mafia", "serial_killer", "draw", "none")
+RESULTS = ("town", "mafia", "serial_killer", "arsonist", "werewolf", "vampire", "draw",
+           "none")
 SHERIFF_RESULTS = ("suspicious", "not_suspicious", "none")
 MAX_UNTIL = 1000  # PhaseTimeouts an `until` step may send before giving up
 
@@ -306,8 +307,17 @@ TOP_FIELDS = ("name", "notes", "covers", "seed", "flags", "players", "start", "s
               "steps", "expect", "deal")
 STATE_FIELDS = ("dead", "uses", "revealed_mayor", "framed", "executioner_target", "wills",
                 "death_notes", "guilty_conscience")
+# Prior state of effects (i15roles): see `_effect_state` / `_Runner.apply_effects`.
+EFFECT_STATE_FIELDS = ("jailed", "doused", "blackmailed", "disguised", "forged_will",
+                       "trials_today")
 EXPECT_FIELDS = ("dead", "alive", "phase", "messages", "no_messages", "public", "no_public",
                  "investigator", "sheriff", "roles", "uses", "causes", "result", "winners")
+# Negative, goal and graveyard checks (i15roles): see `_extra_check`.
+EXTRA_EXPECT_FIELDS = ("not_attacked", "won", "lost", "graveyard", "consigliere")
+GRAVEYARD_FIELDS = ("role", "cleaned", "will", "forged", "death_notes")
+# message keys that tell a player it was attacked last night
+ATTACK_KEYS = ("death.", "night.healed", "night.guarded", "night.vest_saved",
+               "night.defense_held", "night.jail_attack", "night.bodyguard_died")
 MATCHER_FIELDS = ("key", "text", "text_contains", "data", "day", "phase", "night", "count")
 # step word -> (required fields, optional fields)
 COMMAND_STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -544,7 +554,7 @@ class _Compiler:
 
     def _state(self, value: Any, line: int, sc: Scenario) -> None:
         state = self.mapping(value, line, "state")
-        self.unknown_fields(state, STATE_FIELDS, "state")
+        self.unknown_fields(state, (*STATE_FIELDS, *EFFECT_STATE_FIELDS), "state")
         sc.state_line = state.line
         out: dict[str, Any] = {}
         for key in STATE_FIELDS:
@@ -592,7 +602,32 @@ class _Compiler:
                     out[key] = texts
             except _Invalid:
                 continue
+        self._effect_state(state, out)
         sc.state = out
+
+    def _effect_state(self, state: LineDict, out: dict[str, Any]) -> None:
+        """Prior effects: jailed / doused / blackmailed (lists of players),
+        disguised (player -> role), forged_will (Forger -> its forgery),
+        trials_today (a number)."""
+        for key in EFFECT_STATE_FIELDS:
+            if key not in state:
+                continue
+            at, raw = state.line_of(key), state[key]
+            try:
+                if key in ("jailed", "doused", "blackmailed"):
+                    out[key] = [s for s, _ in self.refs(raw, at, f"state.{key}")]
+                    if key == "jailed" and len(out[key]) > 1:
+                        self.err(at, "state.jailed: the Jailor jails one player")
+                elif key == "disguised":
+                    out[key] = {slot: self.role_key(item, where, "state.disguised")
+                                for slot, item, where in self.per_player(raw, at, key)}
+                elif key == "forged_will":
+                    out[key] = {slot: self.text(item, where, "state.forged_will")
+                                for slot, item, where in self.per_player(raw, at, key)}
+                else:
+                    out[key] = self.integer(raw, at, "state.trials_today")
+            except _Invalid:
+                continue
 
     # -- steps --
     def _steps(self, value: Any, line: int, sc: Scenario) -> None:
@@ -734,8 +769,14 @@ class _Compiler:
 
     def _checks(self, value: Any, line: int) -> list[Check]:
         m = self.mapping(value, line, "expect")
-        self.unknown_fields(m, EXPECT_FIELDS, "expect")
+        self.unknown_fields(m, (*EXPECT_FIELDS, *EXTRA_EXPECT_FIELDS), "expect")
         out: list[Check] = []
+        for key in EXTRA_EXPECT_FIELDS:
+            if key in m:
+                try:
+                    out.extend(self._extra_check(key, m[key], m.line_of(key)))
+                except _Invalid:
+                    continue
         for key in EXPECT_FIELDS:
             if key not in m:
                 continue
@@ -776,6 +817,29 @@ class _Compiler:
                 out.extend(self._player_check(key, slot, item, where))
             except _Invalid:
                 continue
+        return out
+
+    def _extra_check(self, key: str, raw: Any, at: int) -> list[Check]:
+        """not_attacked: [X] (no attack message last night); won / lost: [X]
+        (X is / is not among the winners); consigliere: {X: Role} (X's last
+        Consigliere result); graveyard: {X: {role, cleaned, will, forged,
+        death_notes}} read from the public view's roster."""
+        if key in ("not_attacked", "won", "lost"):
+            return [Check(where, key, slot) for slot, where in self.refs(raw, at, key)]
+        out: list[Check] = []
+        for slot, item, where in self.per_player(raw, at, key):
+            if key == "consigliere":
+                out.append(Check(where, key, slot, self.role_key(item, where, key)))
+                continue
+            m = self.mapping(item, where, f"graveyard for player {slot}")
+            self.unknown_fields(m, GRAVEYARD_FIELDS, "graveyard")
+            for field_name in GRAVEYARD_FIELDS:
+                if field_name in m:
+                    value = m[field_name]
+                    if field_name == "death_notes":
+                        value = tuple(self.sequence(value, m.line_of(field_name),
+                                                    "death_notes"))
+                    out.append(Check(m.line_of(field_name), key, slot, (field_name, value)))
         return out
 
     def _player_check(self, key: str, slot: int, item: Any, where: int) -> list[Check]:
@@ -1027,6 +1091,26 @@ class _Runner:
             g.player(slot).death_note = text
         for slot in self.sc.state.get("guilty_conscience", []):
             g.player(slot).guilty_conscience = True
+        self.apply_effects()
+
+    def apply_effects(self) -> None:
+        """Prior effects (EFFECT_STATE_FIELDS) at the start point."""
+        g, state = self.g, self.sc.state
+        for slot in state.get("jailed", []):
+            if g.phase is not Phase.NIGHT or not any(p.role == "jailor" for p in g.living()):
+                self.stop(self.sc.state_line, "state.jailed needs a night start and a "
+                                              "living Jailor")
+            g.prisoner = slot
+        for slot in state.get("doused", []):
+            g.player(slot).effects["doused"] = "arsonist"
+        for slot in state.get("blackmailed", []):
+            g.player(slot).effects["blackmailed"] = True
+        for slot, key in state.get("disguised", {}).items():
+            g.player(slot).effects["disguised"] = key
+        for slot, text in state.get("forged_will", {}).items():
+            g.player(slot).death_note = text
+        if "trials_today" in state:
+            g.trials = state["trials_today"]
 
     def step(self, step: Step) -> None:
         g = self.g
@@ -1217,6 +1301,58 @@ class _Runner:
             return None
         return f"player {c.slot} expected sheriff result {c.value or 'none'} on night " \
                f"{self.g.day - 1}; got {got or 'none'}"
+
+
+    # -- negative, goal and graveyard checks --
+    def check_not_attacked(self, c: Check) -> str | None:
+        assert c.slot is not None
+        hits = [e for e in self._last_night(c.slot, ATTACK_KEYS)]
+        if not hits:
+            return None
+        return f"{self.who(c.slot)} expected not attacked on night {self.g.day - 1}; " \
+               f"got: {[e.text for e in hits]}"
+
+    def check_won(self, c: Check) -> str | None:
+        assert c.slot is not None
+        if c.slot in self.g.winners:
+            return None
+        return f"{self.who(c.slot)} expected to win; winners {sorted(self.g.winners)} " \
+               f"(result {self.g.result or 'none'})"
+
+    def check_lost(self, c: Check) -> str | None:
+        assert c.slot is not None
+        if c.slot not in self.g.winners:
+            return None
+        return f"{self.who(c.slot)} expected not to win; it is among the winners " \
+               f"(result {self.g.result or 'none'})"
+
+    def check_consigliere(self, c: Check) -> str | None:
+        assert c.slot is not None
+        found = self._last_night(c.slot, ("night.consigliere",))
+        got = found[-1].data.get("role") if found else None
+        want = ROLES[c.value].name
+        if got == want:
+            return None
+        return f"player {c.slot} expected consigliere result {want} on night " \
+               f"{self.g.day - 1}; got {got or 'none'}"
+
+    def check_graveyard(self, c: Check) -> str | None:
+        """Read through the public projection, as the town sees the body."""
+        assert c.slot is not None
+        field_name, want = c.value
+        entry = view(self.g, PUBLIC_VIEWER).roster[c.slot - 1]
+        death = entry.get("death")
+        if entry["alive"] or death is None:
+            return f"{self.who(c.slot)} has no graveyard entry (alive)"
+        got = {"role": entry["role"], "cleaned": death.get("cleaned", False),
+               "will": death["will"], "forged": death.get("forged", False),
+               "death_notes": tuple(death["death_notes"])}[field_name]
+        if field_name == "role":
+            found = find_role(str(want))
+            want = found.name if found is not None else want
+        if _same(got, want):
+            return None
+        return f"player {c.slot} graveyard {field_name}: expected {want!r}; got {got!r}"
 
 
 def _describe(cmd: Command) -> str:

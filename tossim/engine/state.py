@@ -76,6 +76,17 @@ class GameConfig:
         )
 
 
+# Player effects and their lifetimes. "next_day": set at night, dropped when
+# the next night begins (so it covers that night and the following day);
+# "until_ignited": until the Arsonist ignites; "game": for the rest of the game.
+EFFECTS: dict[str, str] = {
+    "blackmailed": "next_day",  # cannot talk or whisper (A1, A2.7)
+    "disguised": "next_day",  # value: role key shown to Investigators and on the body
+    "doused": "until_ignited",  # value: the douser's role key (what investigators see)
+    "remembered": "game",  # an Amnesiac that took a role (wins with it)
+}
+
+
 @dataclass
 class Death:
     day: int
@@ -83,7 +94,9 @@ class Death:
     causes: list[str]
     will: str
     death_notes: list[str]
-    role_shown: str
+    role_shown: str  # what the town sees: the role, a disguise, or "Cleaned"
+    cleaned: bool = False  # a Janitor hid the role and the will
+    forged: bool = False  # `will` is a Forger's forgery
 
 
 @dataclass
@@ -103,6 +116,9 @@ class Player:
     guilty_conscience: bool = False  # a Vigilante that killed Town: dies next night
     lynched: bool = False
     won_early: bool = False  # Jester lynched / Executioner target lynched
+    # Effects that outlive a night, keyed by EFFECTS (value: True, or data such
+    # as the disguise's role key). Night-only effects live in the night resolver.
+    effects: dict[str, Any] = field(default_factory=dict)
 
     @property
     def spec(self) -> Role:
@@ -140,6 +156,8 @@ class Game:
     haunt_candidates: tuple[int, ...] = ()
     night_deaths: list[int] = field(default_factory=list)
     night_revived: list[int] = field(default_factory=list)
+    # role families' state that spans nights (the Vampires' last bite ...)
+    memo: dict[str, Any] = field(default_factory=dict)
     # bookkeeping
     last_death_day: int = 0
     result: str | None = None  # "town", "mafia", "serial_killer", "draw"

@@ -15,8 +15,11 @@ from typing import Any
 from tossim.engine import phases
 from tossim.engine.events import Event
 from tossim.engine.legal import LegalAction, legal_actions
-from tossim.engine.roles import ROLES, Faction
+from tossim.engine.roles import ROLES
 from tossim.engine.state import Game, Phase, Player
+
+# Effects a player is told about (a douse is secret: A2.8).
+SELF_KNOWN_EFFECTS = frozenset({"blackmailed", "disguised"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +90,11 @@ def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
     if viewer.kind == "omniscient" or game.phase is Phase.ENDED:
         return lambda p: True
     me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
-    mafia = me is not None and me.faction is Faction.MAFIA
+    team = me.spec.night_chat if me is not None else ""
 
     def known(p: Player) -> bool:
-        return (not p.alive or p.revealed or p is me
-                or (mafia and p.faction is Faction.MAFIA))
+        return (not p.alive or (p.revealed and p.role == "mayor") or p is me
+                or (bool(team) and p.spec.night_chat == team))
     return known
 
 
@@ -160,7 +163,8 @@ def _roster_entry(p: Player, known: bool) -> dict[str, Any]:
             "revealed_mayor": p.revealed,
             "death": {"day": death.day, "at_night": death.at_night,
                       "causes": list(death.causes), "will": death.will,
-                      "death_notes": list(death.death_notes)}}
+                      "death_notes": list(death.death_notes), "cleaned": death.cleaned,
+                      "forged": death.forged}}
 
 
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
@@ -179,9 +183,11 @@ def _self_view(game: Game, p: Player) -> dict[str, Any]:
     if p.role == "jailor":
         you["prisoner"] = game.prisoner
         you["jail_choice"] = game.jail_choice
-    if spec.faction is Faction.MAFIA:
+    if spec.night_chat:
         you["teammates"] = [q.slot for q in game.players
-                            if q.faction is Faction.MAFIA and q.slot != p.slot]
+                            if q.spec.night_chat == spec.night_chat and q.slot != p.slot]
+    if p.effects:  # your own lasting effects (blackmailed, doused is not told)
+        you["effects"] = sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS)
     return you
 
 
