@@ -85,14 +85,10 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
                                                            list[dict[str, Any]]]:
     """(game rows, turn rows) for these games, this arena's games, or every
     finished game. ValueError for an unknown arena or game."""
-    entries: dict[str, list[str]] = {}
-    arena_of: dict[str, str] = {}
     if arena_id is not None:
         arena = await store.get_arena(arena_id)
         if arena is None:
             raise ValueError(f"no arena {arena_id!r}")
-        for g in arena.games:
-            entries[g.game_id], arena_of[g.game_id] = g.seats, arena.id
         statuses = await store.game_statuses([g.game_id for g in arena.games])
         ids = [g.game_id for g in arena.games if statuses.get(g.game_id) in ("live",
                                                                              "finished")]
@@ -101,6 +97,7 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
     else:
         ids = [r.id for r in reversed(await store.list_games(status="finished",
                                                              limit=1_000_000))]
+    arenas = await store.arenas_of_games(ids)
     games, turns = [], []
     for gid in ids:
         row = await store.get_game(gid)
@@ -112,7 +109,7 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
         # the seed and roles only where the server would show them (replay rules)
         allowed = row.status == "finished" or not any(
             s.kind == "human" and s.claimed for s in row.seats)
-        labels = entries.get(gid)
+        arena_of, labels = arenas.get(gid, (None, None))
         commands = await store.commands(gid)
         game = new_game(config)
         positions = []  # (seq, origin, data, day, phase) as each command was sent
@@ -127,7 +124,7 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
                           "backend": s.backend, "model": s.model, "persona": s.persona,
                           "protocol": s.protocol, "entry": entry})
         games.append({
-            "id": gid, "arena": arena_of.get(gid), "mode": config.mode,
+            "id": gid, "arena": arena_of, "mode": config.mode,
             "players": config.players, "status": row.status,
             "created_at": row.created_at.isoformat(),
             "seed": config.seed if allowed else None, "result": row.result,

@@ -31,11 +31,28 @@ from tossim.arena.entries import NO_MODEL, ArenaEntry
 from tossim.arena.plan import make_plan
 from tossim.server import service
 from tossim.server.bus import Bus
-from tossim.server.runner import ActorHub
+from tossim.server.runner import ActorHub, GameActor
 from tossim.server.settings import Settings
 from tossim.store import ArenaGameRow, ArenaRow, ConflictError, Store
 
 log = logging.getLogger(__name__)
+
+
+class ArenaHub(ActorHub):
+    """The server's `ActorHub`, keeping each actor it started until the
+    arena has seen it end (a fast game may end, and leave the hub, before
+    `service.start` returns)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: dict[str, GameActor] = {}
+
+    async def start_game(self, game_id: str,
+                         stored: list[tuple[int, str, dict[str, Any]]] | None = None
+                         ) -> GameActor:
+        actor = await super().start_game(game_id, stored)
+        self.started[game_id] = actor
+        return actor
 
 
 def new_arena_id() -> str:
@@ -126,7 +143,7 @@ async def play_arena(store: Store, bus: Bus, settings: Settings, arena: ArenaRow
         else:
             todo.append(g)
     progress.done_at_start = progress.done
-    hub = ActorHub(store, bus, settings)
+    hub = ArenaHub(store, bus, settings)
     running: dict[asyncio.Task[bool], ArenaGameRow] = {}
     busy: Counter[str] = Counter()
 
@@ -176,7 +193,7 @@ async def play_arena(store: Store, bus: Bus, settings: Settings, arena: ArenaRow
     return progress
 
 
-async def _play_game(store: Store, hub: ActorHub, settings: Settings, spec: dict[str, Any],
+async def _play_game(store: Store, hub: ArenaHub, settings: Settings, spec: dict[str, Any],
                      g: ArenaGameRow, entries: dict[str, ArenaEntry],
                      progress: ArenaProgress) -> bool:
     """Play (or resume) one planned game to its end; True if it finished."""
@@ -196,16 +213,15 @@ async def _play_game(store: Store, hub: ActorHub, settings: Settings, spec: dict
         # not finished here, and the next run resumes it if it is still live)
         with contextlib.suppress(service.ServiceError):
             await service.start(store, hub, g.game_id)
-        row = await store.get_game(g.game_id)
-        assert row is not None
-        actor = hub.actors.get(g.game_id)
     elif row.status == "live":
         progress.resumed += 1
-        actor = await hub.start_game(g.game_id, await store.commands(g.game_id))
-    else:
-        actor = None
+        await hub.start_game(g.game_id, await store.commands(g.game_id))
+    actor = hub.started.pop(g.game_id, None)
     if actor is not None:
-        await actor.done.wait()
+        try:
+            await actor.done.wait()
+        finally:
+            await actor.stop()  # its command subscription too
         if actor.task is not None and actor.task.done() and not actor.task.cancelled():
             exc = actor.task.exception()
             if exc is not None:

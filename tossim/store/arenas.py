@@ -111,3 +111,16 @@ class ArenaQueries:
             rows = await conn.execute(sa.select(T.games.c.id, T.games.c.status)
                                       .where(T.games.c.id.in_(list(game_ids))))
             return {r.id: r.status for r in rows}
+
+    async def arenas_of_games(self, game_ids: Sequence[str]
+                              ) -> dict[str, tuple[str, list[str]]]:
+        """game id -> (arena id, the entry label of each slot), for those of
+        these games an arena planned."""
+        if not game_ids:
+            return {}
+        async with self._read() as conn:
+            rows = await conn.execute(
+                sa.select(T.arena_games.c.game_id, T.arena_games.c.arena_id,
+                          T.arena_games.c.seats)
+                .where(T.arena_games.c.game_id.in_(list(game_ids))))
+            return {r.game_id: (r.arena_id, list(r.seats)) for r in rows}
