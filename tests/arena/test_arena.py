@@ -177,3 +177,20 @@ async def test_arena_with_a_model_entry(tmp_path: Path, monkeypatch: pytest.Monk
     scripted = next(e for e in report["entries"] if e["label"] == "scripted")
     assert scripted["model_turns"] == 0 and scripted["tokens_per_turn"] is None
     assert backend.requests  # the model was asked
+
+
+def test_openskill_ratings_rank_the_stronger_entry_first() -> None:
+    from tossim.arena.report import openskill_ratings
+
+    # "s" wins all its seats, "w" none, "m" half, in every game
+    games = [{"s": (3, 3), "m": (2, 1), "w": (2, 0)}] * 6
+    r = openskill_ratings(["s", "m", "w"], games)
+    ordinal = {lb: mu - 3 * sigma for lb, (mu, sigma) in r.items()}
+    assert ordinal["s"] > ordinal["m"] > ordinal["w"]
+    assert all(sigma < 25 / 3 for _, sigma in r.values())
+    # a symmetric block (each entry wins once): the ratings agree closely
+    block = [{"a": (2, 2), "b": (2, 0), "c": (2, 0)}, {"a": (2, 0), "b": (2, 2), "c": (2, 0)},
+             {"a": (2, 0), "b": (2, 0), "c": (2, 2)}] * 2
+    r = openskill_ratings(["a", "b", "c"], block)
+    mus = [mu for mu, _ in r.values()]
+    assert max(mus) - min(mus) < 0.5

@@ -10,7 +10,8 @@ played the games. Per entry:
   (a seat wins when its slot is among the game's winners);
 - an OpenSkill rating (Plackett-Luce): each game ranks the entries in it by
   the share of their seats that won; mu, sigma and the ordinal mu - 3 sigma,
-  the conservative figure the leaderboard sorts by;
+  the conservative figure the leaderboard sorts by (averaged over several
+  orders of the games, see `openskill_ratings`);
 - survival (alive at the end), and the share of votes cast by its non-Mafia
   seats that went to a player who turned out to be Mafia;
 - malformed, fault, timeout and error rates; tokens; cost; seconds per
@@ -95,8 +96,6 @@ async def arena_report(store: Store, arena_id: str, *,
                        catalogue: str | None = None) -> dict[str, Any] | None:
     """The report of arena `arena_id` (None: no such arena). Games not
     finished yet are counted but left out of the figures."""
-    from openskill.models import PlackettLuce
-
     arena = await store.get_arena(arena_id)
     if arena is None:
         return None
@@ -108,8 +107,8 @@ async def arena_report(store: Store, arena_id: str, *,
     by_faction: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     by_role: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     results: dict[str, int] = defaultdict(int)
-    model = PlackettLuce()
-    ratings = {label: model.rating(name=label) for label in labels}
+    # per finished game: label -> (seats, seats that won)
+    shares: list[dict[str, tuple[int, int]]] = []
     finished = 0
     for g in arena.games:
         if statuses.get(g.game_id) != "finished":
@@ -151,13 +150,8 @@ async def arena_report(store: Store, arena_id: str, *,
             share[label][0] += 1
             share[label][1] += won
             _add_metrics(t, metrics.get(p.slot, {}), priced.get(label))
-        # one rating update per game: the entries ranked by their seats' win share
-        present = [lb for lb in labels if share[lb][0]]
-        if len(present) > 1:
-            new = model.rate([[ratings[lb]] for lb in present],
-                             scores=[share[lb][1] / share[lb][0] for lb in present])
-            for lb, team in zip(present, new, strict=True):
-                ratings[lb] = team[0]
+        shares.append({lb: (n, w) for lb, (n, w) in share.items()})
+    ratings = openskill_ratings(labels, shares)
     entries = []
     for e in spec["entries"]:
         label = e["label"]
@@ -167,8 +161,8 @@ async def arena_report(store: Store, arena_id: str, *,
             "label": label, "entry": e["entry"], "backend": e["backend"],
             "games": len(t.games), "seats": t.seats, "wins": t.wins,
             "win": _rate(t.wins, t.seats),
-            "rating": {"mu": round(r.mu, 3), "sigma": round(r.sigma, 3),
-                       "ordinal": round(r.ordinal(), 3)},
+            "rating": {"mu": round(r[0], 3), "sigma": round(r[1], 3),
+                       "ordinal": round(r[0] - 3 * r[1], 3)},
             "survival": _rate(t.survived, t.seats),
             "mafia_votes": {"votes": t.votes, "on_mafia": t.mafia_votes,
                             **_rate(t.mafia_votes, t.votes)},
@@ -207,6 +201,44 @@ async def arena_report(store: Store, arena_id: str, *,
                                                    key=lambda kv: (labels.index(kv[0][0]),
                                                                    kv[0][1]))],
     }
+
+
+RATING_ORDERS = 16  # game orders averaged over (OpenSkill updates depend on order)
+
+
+def openskill_ratings(labels: list[str], games: list[dict[str, tuple[int, int]]]
+                      ) -> dict[str, tuple[float, float]]:
+    """label -> (mu, sigma): OpenSkill (Plackett-Luce), one update per game
+    ranking the entries in it by the share of their seats that won.
+
+    OpenSkill is an online rating: the same games in another order give other
+    figures. The games of an arena have no meaningful order (they run at the
+    same time), so the ratings are averaged over the games' stored order and
+    RATING_ORDERS - 1 seeded shuffles of it."""
+    import random
+
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    rng = random.Random(0)
+    sums = {lb: [0.0, 0.0] for lb in labels}
+    order = list(range(len(games)))
+    for k in range(RATING_ORDERS):
+        if k:
+            rng.shuffle(order)
+        ratings = {lb: model.rating(name=lb) for lb in labels}
+        for i in order:
+            present = [lb for lb in labels if games[i].get(lb, (0, 0))[0]]
+            if len(present) < 2:
+                continue
+            new = model.rate([[ratings[lb]] for lb in present],
+                             scores=[games[i][lb][1] / games[i][lb][0] for lb in present])
+            for lb, team in zip(present, new, strict=True):
+                ratings[lb] = team[0]
+        for lb in labels:
+            sums[lb][0] += ratings[lb].mu
+            sums[lb][1] += ratings[lb].sigma
+    return {lb: (mu / RATING_ORDERS, sigma / RATING_ORDERS) for lb, (mu, sigma) in sums.items()}
 
 
 def _ratio(k: int, n: int) -> float | None:
