@@ -80,8 +80,10 @@ def test_killed_arena_resumes_without_losing_or_duplicating_a_game(tmp_path: Pat
     before = _statuses(db)
     assert sum(s == "finished" for s in before.values()) < 6
 
-    again = subprocess.run(_arena(db), capture_output=True, text=True, env=_env(),
-                           cwd=tmp_path, timeout=180)
+    # resumed by its id alone (the spec is stored)
+    again = subprocess.run([sys.executable, "-m", "tossim.cli", "arena", "--arena", "k",
+                            "--db", f"sqlite+aiosqlite:///{db}"], capture_output=True,
+                           text=True, env=_env(), cwd=tmp_path, timeout=180)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "6/6 games finished" in again.stderr
     resumed = re.search(r"(\d+) resumed", again.stderr)

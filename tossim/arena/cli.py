@@ -40,17 +40,18 @@ def arena(
     catalogue: str | None = typer.Option(None, help="The model catalogue (models.toml)."),
 ) -> None:
     """Play an arena: every entry in every seat and faction equally often,
-    games stored like any other. Run the same command again to resume."""
+    games stored like any other. Run the same command again (or just
+    `tossim arena --arena ID`) to resume a stopped arena."""
     if ctx.invoked_subcommand is not None:
         return
     from tossim.arena.entries import LABEL_RE, resolve_entries
     from tossim.arena.runner import new_arena_id
 
-    if not entry:
-        raise typer.BadParameter("name the entries: --entry scripted --entry smollm2 ...",
-                                 param_hint="--entry")
+    if not entry and arena_id is None:
+        raise typer.BadParameter("name the entries (--entry scripted --entry smollm2 ...), "
+                                 "or the arena to resume (--arena ID)", param_hint="--entry")
     try:
-        entries = resolve_entries(entry, catalogue)
+        entries = resolve_entries(entry, catalogue) if entry else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--entry") from None
     if arena_id is not None and (len(arena_id) > 32 or not LABEL_RE.match(arena_id)):
@@ -60,12 +61,17 @@ def arena(
     overrides: dict[str, Any] = {"database_url": _db_url(db), "resume": False}
     if redis:
         overrides["redis_url"] = redis
+    if catalogue:
+        # ADAPTER: the name of the server's catalogue setting (other branch); an
+        # unknown name is ignored by Settings
+        overrides["catalogue"] = catalogue
     settings = Settings(**overrides)
     logging.basicConfig(level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         done = asyncio.run(_run(settings, arena_id or new_arena_id(), entries, games=games,
-                                players=players, mode=mode, seed=seed, parallel=parallel))
+                                players=players, mode=mode, seed=seed, parallel=parallel,
+                                catalogue=catalogue))
     except ValueError as exc:
         typer.echo(f"tossim arena: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -77,7 +83,7 @@ def arena(
 
 
 async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, players: int,
-               mode: str, seed: int, parallel: int) -> bool:
+               mode: str, seed: int, parallel: int, catalogue: str | None) -> bool:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -88,6 +94,7 @@ async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, player
         TimeRemainingColumn,
     )
 
+    from tossim.arena.entries import resolve_entries
     from tossim.arena.runner import ArenaProgress, open_arena, play_arena
     from tossim.server.bus import make_bus
     from tossim.store import Store
@@ -96,6 +103,15 @@ async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, player
     store = await Store.open(settings.database_url)
     bus = make_bus(settings.redis_url)
     try:
+        if entries is None:  # resume a stored arena by its id alone
+            stored = await store.get_arena(arena_id)
+            if stored is None:
+                raise ValueError(f"no arena {arena_id!r}: name its entries to make it")
+            spec = stored.spec
+            entries = resolve_entries([f"{e['label']}={e['entry']}" for e in spec["entries"]],
+                                      catalogue)
+            games, players, mode, seed = (int(spec["games"]), int(spec["players"]),
+                                          str(spec["mode"]), int(spec["seed"]))
         arena = await open_arena(store, arena_id, entries, games=games, players=players,
                                  mode=mode, seed=seed)
         labels = ", ".join(f"{e.label} ({e.entry})" for e in entries)
