@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 
 router = APIRouter(prefix="/api/arenas", tags=["arenas"])
+CACHED_REPORTS = 32
 
 
 @router.get("")
@@ -34,7 +35,24 @@ async def arena_report(arena_id: str, request: Request) -> dict[str, Any]:
     Mafia, fault rates, tokens, cost and latency."""
     from tossim.arena.report import arena_report as build
 
-    data = await build(request.app.state.store, arena_id) if len(arena_id) <= 32 else None
+    store = request.app.state.store
+    arena = await store.get_arena(arena_id) if len(arena_id) <= 32 else None
+    if arena is None:
+        raise HTTPException(404, "no such arena")
+    # the report re-runs every finished game: keep it until a game changes status
+    statuses = await store.game_statuses([g.game_id for g in arena.games])
+    key = (arena.status, tuple(sorted(statuses.items())))
+    cache: dict[str, tuple[Any, dict[str, Any]]] | None = getattr(
+        request.app.state, "arena_reports", None)
+    if cache is None:
+        cache = request.app.state.arena_reports = {}
+    hit = cache.get(arena_id)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    data = await build(store, arena_id)
     if data is None:
         raise HTTPException(404, "no such arena")
+    if len(cache) >= CACHED_REPORTS:
+        cache.pop(next(iter(cache)))
+    cache[arena_id] = (key, data)
     return data
