@@ -19,7 +19,7 @@ from agents.fake_backend import ScriptedBackend
 
 from tossim.arena.entries import ArenaEntry, resolve_entries
 from tossim.arena.report import arena_report, wilson, write_report
-from tossim.arena.runner import open_arena, play_arena
+from tossim.arena.runner import game_limit, open_arena, play_arena
 from tossim.engine import GameConfig
 from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.replay import rerun
@@ -31,12 +31,13 @@ from tossim.store import Store
 
 
 async def _play(db: str, entries: list[ArenaEntry], games: int, players: int,
-                settings: Settings, arena_id: str = "t") -> tuple[Any, Any]:
+                settings: Settings, arena_id: str = "t",
+                seen: list[tuple[int, int]] | None = None) -> tuple[Any, Any]:
     store = await Store.open(db)
     try:
         arena = await open_arena(store, arena_id, entries, games=games, players=players,
                                  seed=11)
-        seen: list[tuple[int, int]] = []
+        seen = seen if seen is not None else []
         progress = await play_arena(store, MemoryBus(), settings, arena, entries, parallel=2,
                                     on_update=lambda p: seen.append((p.done, p.running)))
         assert seen[-1][0] == games and max(r for _, r in seen) <= 2
@@ -134,6 +135,14 @@ def test_entries_resolve_labels() -> None:
         resolve_entries(["<b>=scripted"])
 
 
+def test_game_limits() -> None:
+    scripted, model = resolve_entries(["scripted", "smollm2"])
+    assert game_limit(scripted, 15, 3) is None and game_limit(model, 15, 3) is None
+    wide = dataclasses.replace(model, max_concurrency=64)
+    assert game_limit(wide, 15, 3) == 12  # 5 seats a game
+    assert game_limit(dataclasses.replace(model, max_concurrency=2), 15, 3) == 1
+
+
 def test_wilson_interval() -> None:
     assert wilson(0, 0) == (None, None)
     lo, hi = wilson(5, 10)
@@ -166,8 +175,11 @@ async def test_arena_with_a_model_entry(tmp_path: Path, monkeypatch: pytest.Monk
     entries = resolve_entries(["scripted", "bot=scripted", "model=smollm2"])
     entries[2] = dataclasses.replace(entries[2], backend="openai", max_concurrency=3)
     settings = Settings(database_url=db, openai_url="http://127.0.0.1:9/v1")
-    progress, report = await _play(db, entries, 3, 7, settings)
+    seen: list[tuple[int, int]] = []
+    progress, report = await _play(db, entries, 3, 7, settings, seen=seen)
     assert (progress.done, progress.errors) == (3, 0)
+    # max_concurrency 3 over up to 3 seats a game: one of its games at a time
+    assert game_limit(entries[2], 7, 3) == 1 and max(r for _, r in seen) == 1
     model = next(e for e in report["entries"] if e["label"] == "model")
     assert model["backend"] == "openai" and model["seats"] == 7
     assert model["model_turns"] > 0 and model["prompt_tokens"] > 0
