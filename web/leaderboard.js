@@ -6,7 +6,9 @@ import { getJSON } from "./api.js";
 import { h } from "./dom.js";
 
 const SVG = "http://www.w3.org/2000/svg";
+const REFRESH_MS = 10000; // a running arena's figures are fetched again this often
 const app = document.getElementById("app");
+let refresh = null;
 
 function svg(tag, attrs, ...children) {
   const el = document.createElementNS(SVG, tag);
@@ -94,7 +96,8 @@ function renderReport(report) {
   ];
 }
 
-async function show(arenaId, arenas) {
+async function show(arenaId, arenas, quiet = false) {
+  clearTimeout(refresh);
   const select = h("select", { testid: "arena-select", "aria-label": "Arena",
     onchange: (ev) => { history.replaceState(null, "", `?arena=${encodeURIComponent(ev.target.value)}`); show(ev.target.value, arenas); } },
     arenas.map((a) => {
@@ -104,10 +107,11 @@ async function show(arenaId, arenas) {
       return opt;
     }));
   const head = h("section", { class: "panel lb-head" }, h("h1", null, "Arena leaderboard"), select);
-  app.replaceChildren(head, h("p", { class: "muted" }, "Loading…"));
+  if (!quiet) app.replaceChildren(head, h("p", { class: "muted" }, "Loading…"));
   try {
     const report = await getJSON(`/api/arenas/${encodeURIComponent(arenaId)}/report`);
     app.replaceChildren(head, ...renderReport(report));
+    if (report.arena.status === "running") refresh = setTimeout(() => show(arenaId, arenas, true), REFRESH_MS);
   } catch (err) {
     app.replaceChildren(head, h("p", { class: "error", testid: "error" }, err.message));
   }

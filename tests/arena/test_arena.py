@@ -24,6 +24,7 @@ from tossim.engine import GameConfig
 from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.replay import rerun
 from tossim.server import runner as server_runner
+from tossim.server import service
 from tossim.server.app import create_app
 from tossim.server.bus import MemoryBus
 from tossim.server.settings import Settings
@@ -206,3 +207,21 @@ def test_openskill_ratings_rank_the_stronger_entry_first() -> None:
     r = openskill_ratings(["a", "b", "c"], block)
     mus = [mu for mu, _ in r.values()]
     assert max(mus) - min(mus) < 0.5
+
+
+async def test_an_aborted_game_is_not_played_again(tmp_path: Path) -> None:
+    db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    store = await Store.open(db)
+    entries = resolve_entries(["scripted", "b=scripted"])
+    arena = await open_arena(store, "ab", entries, games=3, players=7)
+    dropped = arena.games[1].game_id
+    await service.create_lobby(store, service.LobbyIn(players=7, seed=arena.games[1].seed),
+                               game_id=dropped)
+    await store.set_status(dropped, "aborted")
+    progress = await play_arena(store, MemoryBus(), Settings(database_url=db), arena, entries)
+    assert (progress.done, progress.aborted, progress.errors) == (2, 1, 0)
+    assert progress.finished
+    row = await store.get_arena("ab")
+    assert row is not None and row.status == "finished"
+    assert (await store.game_statuses([dropped])) == {dropped: "aborted"}
+    await store.close()

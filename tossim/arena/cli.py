@@ -131,7 +131,8 @@ async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, player
                                       parallel=parallel, on_update=show)
         console.print(f"arena {arena.id}: {result.done}/{result.total} games finished "
                       f"({result.done - result.done_at_start} this run, {result.resumed} "
-                      f"resumed), {result.errors} errors")
+                      f"resumed), {result.errors} errors"
+                      + (f", {result.aborted} aborted" if result.aborted else ""))
         if result.finished:
             console.print(f"report: tossim arena report {arena.id} --out arena-{arena.id}")
         return result.finished

@@ -113,12 +113,14 @@ class ArenaProgress:
     errors: int = 0  # games that failed in this run (they resume on the next)
     running: int = 0
     resumed: int = 0  # live games found and resumed
+    aborted: int = 0  # games someone aborted (status "aborted"): not played again
     started_at: float = field(default_factory=time.monotonic)
     done_at_start: int = 0
 
     @property
     def finished(self) -> bool:
-        return self.done >= self.total
+        """Every planned game has ended (finished, or aborted by someone)."""
+        return self.done + self.aborted >= self.total
 
 
 ProgressHook = Callable[[ArenaProgress], None]
@@ -140,6 +142,8 @@ async def play_arena(store: Store, bus: Bus, settings: Settings, arena: ArenaRow
     for g in arena.games:
         if statuses.get(g.game_id) == "finished":
             progress.done += 1
+        elif statuses.get(g.game_id) == "aborted":
+            progress.aborted += 1
         else:
             todo.append(g)
     progress.done_at_start = progress.done
