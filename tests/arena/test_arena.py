@@ -108,6 +108,12 @@ async def test_scripted_arena_report_and_routes(tmp_path: Path) -> None:
             r = await c.get("/api/arenas/t/report")
             assert r.status_code == 200 and r.json()["entries"] == report["entries"]
             assert (await c.get("/api/arenas/nope/report")).status_code == 404
+            # kept while no game changes status, computed again when one does
+            assert (await c.get("/api/arenas/t/report")).json() == r.json()
+            await app.state.store.set_status(arena.games[0].game_id, "aborted")
+            again = (await c.get("/api/arenas/t/report")).json()
+            assert again["arena"]["finished"] == 5
+            assert sum(e["games"] for e in again["entries"]) == 5 * 3
             assert (await c.get("/api/arenas/" + "x" * 300 + "/report")).status_code == 404
 
 
