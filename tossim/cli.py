@@ -14,9 +14,11 @@ from typing import Any
 import typer
 
 from tossim import replay as replay_mod
+from tossim.arena.cli import arena_app
 from tossim.engine import Game, GameConfig
 from tossim.engine.rules import ConfigError, make_config
 from tossim.engine.view import parse_viewer, project_event, visible_events
+from tossim.export import export_command
 from tossim.transcript import render_lines
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -25,6 +27,8 @@ scenario_app = typer.Typer(no_args_is_help=True, help="Run scenario files.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print their figures.")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(bench_app, name="bench")
+app.add_typer(arena_app, name="arena")
+app.command("export")(export_command)
 
 
 def summary(game: Game, faults: dict[int, int] | None = None) -> dict[str, Any]:

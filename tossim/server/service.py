@@ -127,7 +127,10 @@ def backend_unavailable(backend: str, settings: Settings) -> str | None:
 
 
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
-                       settings: Settings | None = None) -> GameRow:
+                       settings: Settings | None = None,
+                       game_id: str | None = None) -> GameRow:
+    """A new lobby. `game_id` (default: a fresh one) lets a caller that
+    planned the game in advance (an arena) find it again after a restart."""
     seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
     config = lobby_config(spec, seed)
     slots = [s.slot for s in spec.seats]
@@ -158,7 +161,7 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                              backend=s.backend if s.kind == "ai" else None, model=s.model,
                              persona=s.persona, protocol=s.protocol, token_hash=None,
                              claimed=False))
-    game_id = uuid.uuid4().hex
+    game_id = game_id or uuid.uuid4().hex
     lobby = {"speed": spec.speed, "demo": demo}
     await store.create_game(game_id, config.to_dict(), lobby, seats)
     row = await store.get_game(game_id)

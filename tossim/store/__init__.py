@@ -7,6 +7,7 @@
 The schema is made only by the Alembic migrations in `migrations/`.
 """
 
+from tossim.store.arenas import ArenaGameRow, ArenaRow
 from tossim.store.store import (
     DEFAULT_URL,
     FORMAT,
@@ -20,6 +21,8 @@ from tossim.store.store import (
 )
 
 __all__ = [
+    "ArenaGameRow",
+    "ArenaRow",
     "DEFAULT_URL",
     "FORMAT",
     "ConflictError",

@@ -38,6 +38,7 @@ from sqlalchemy.pool import StaticPool
 
 from tossim.store import migrate as _migrate
 from tossim.store import tables as T
+from tossim.store.arenas import ArenaQueries
 
 DEFAULT_URL = "sqlite+aiosqlite:///./tossim.db"
 FORMAT = 1  # tossim.replay.LOG_FORMAT: the format version of a stored game
@@ -211,7 +212,7 @@ SELECT count(*) FROM g
 """
 
 
-class Store:
+class Store(ArenaQueries):
     """Stored games. Make one with `await Store.open(url)`; share it; `close()`
     at shutdown. Every method is a coroutine and safe to call concurrently."""
 

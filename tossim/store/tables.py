@@ -101,3 +101,25 @@ seat_metrics = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# Arenas (tournaments, tossim/arena/): the spec and, per planned game, the
+# game id fixed when the arena was made (the game row appears when it starts).
+arenas = sa.Table(
+    "arenas", metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("status", sa.String, nullable=False),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Index(None, "created_at"),
+)
+
+arena_games = sa.Table(
+    "arena_games", metadata,
+    sa.Column("arena_id", sa.String(32), sa.ForeignKey("arenas.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("game_id", sa.String(32), nullable=False, unique=True),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("seats", sa.JSON, nullable=False),  # the entry label of each slot, in order
+)

@@ -1,0 +1,1 @@
+"""Arenas: tournaments among model-catalogue entries (plan, runner, report)."""
