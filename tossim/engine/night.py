@@ -75,16 +75,18 @@ class Night:
         heapq.heappush(self._queue, (prio, order, act.actor, self._seq, act))
 
     def build(self) -> None:
+        actions = self.actions
         for p in self.g.players:
-            a = p.spec.night
-            if a is not None and (a.always or (p.alive and p.slot in self.actions)):
-                targets = self.actions.get(p.slot, ())
+            spec = ROLES[p.role]
+            a = spec.night
+            if a is not None and (a.always or (p.alive and p.slot in actions)):
+                targets = actions.get(p.slot, ())
                 act = Act(p.slot, a, targets, chosen=bool(targets))
-                if act.chosen:
+                if targets:
                     self.acts[p.slot] = act
                 self.push(act)
-            if p.alive:
-                for passive in p.spec.passives:
+            if p.alive and spec.passives:
+                for passive in spec.passives:
                     self.push(Act(p.slot, passive))
 
     def resolve(self) -> None:

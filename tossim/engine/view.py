@@ -91,10 +91,12 @@ def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
         return lambda p: True
     me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
     team = me.spec.night_chat if me is not None else ""
+    # yourself and, in a team with a night chat (Mafia, Vampires), your teammates
+    mates = frozenset(q.slot for q in game.players if q.spec.night_chat == team) if team \
+        else frozenset({me.slot} if me is not None else ())
 
     def known(p: Player) -> bool:
-        return (not p.alive or (p.revealed and p.role == "mayor") or p is me
-                or (bool(team) and p.spec.night_chat == team))
+        return not p.alive or p.slot in mates or (p.revealed and p.role == "mayor")
     return known
 
 
