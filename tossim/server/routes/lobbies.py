@@ -4,9 +4,11 @@ player, start. Changing, removing and starting take the owner token that
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from pathlib import Path as PathLib
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, HTTPException, Path, Request
+from fastapi.responses import PlainTextResponse
 
 from tossim.server import service
 from tossim.server.deps import call
@@ -84,3 +86,17 @@ async def start_lobby(game_id: str, request: Request,
 
 async def _owner(row: GameRow, authorization: str | None, what: str) -> None:
     service.check_owner(row, authorization, what)
+
+
+DOCS_DIR = PathLib(__file__).resolve().parents[3] / "docs"
+DOC_PAGES = {"rules": "rules.md", "roles": "roles.md"}
+
+
+@modes_router.get("/docs/{page}", response_class=PlainTextResponse)
+async def doc_page(page: Literal["rules", "roles"]) -> PlainTextResponse:
+    """The rules or the role list (docs/*.md, Markdown) for the web client's rules page."""
+    try:
+        text = (DOCS_DIR / DOC_PAGES[page]).read_text(encoding="utf-8")
+    except OSError:
+        raise HTTPException(404, "this server has no docs folder") from None
+    return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
