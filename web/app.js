@@ -696,8 +696,9 @@ function lobbyPage(lobbyId) {
  */
 const SUMMARY_RETRY_MS = [2000, 10000, 30000];
 
-function followSummaries(gameId, view) {
+function followSummaries(gameId, view, opts = {}) {
   const path = `/api/games/${encodeURIComponent(gameId)}`;
+  const finished = Boolean(opts.finished); // a replay: nothing changes any more
   let all = [];
   let at = null; // {day, phase} the page shows; null until the first message
   let busy = false;
@@ -747,15 +748,24 @@ function followSummaries(gameId, view) {
     }
   }
 
-  refresh();
+  if (opts.initial) {
+    // the page fetched the summary already
+    all = Array.isArray(opts.initial.summaries) ? opts.initial.summaries : [];
+    if (view.setGame) view.setGame(opts.initial);
+  } else {
+    refresh();
+  }
   return {
-    refresh,
+    refresh() {
+      if (!finished) refresh();
+    },
     /** The page moved to (day, phase). */
     phase(day, phase) {
       const first = at === null;
       at = { day: Number(day) || 0, phase };
       retries = 0;
       show();
+      if (finished) return;
       if (!first) refresh(); // the first one is the page opening: fetched already
       else if (!busy) maybeRetry();
     },
@@ -852,7 +862,7 @@ function watchPage(gameId, viewer, atVersion) {
   setChildren(root, h("div", { class: "watch-page", testid: "watch-page" }, notice, endPanel, barSlot, body, thinkingSlot));
   const view = new GameView(body, { mode: "watch", send: () => false, toolbar });
   hook.view = view;
-  const summaries = followSummaries(gameId, view);
+  let summaries = null; // followSummaries, once the game's summary is here
   const viewerSlot = /^\d+$/.test(viewer) ? Number(viewer) : null;
   const thinking = viewer === "omniscient" ? new ThinkingPanel(thinkingSlot) : null;
 
@@ -875,10 +885,12 @@ function watchPage(gameId, viewer, atVersion) {
       view.setConnection(liveState.phase === "ended" ? "ended" : "live", "");
     } else {
       const state = derive(events, n, { spoilers, viewerSlot });
-      view.showEvents(events.slice(0, n), state, { spoilers, replay: true });
+      view.showEvents(events.slice(0, n), state);
       view.setConnection(socket && !socket.finished ? "history" : "replay", "");
+      // a replay shows the summaries of the days that ended before this moment
+      if (summaries && !socket) summaries.phase(state.day, state.phase);
     }
-    if (thinking) thinking.showUntil(events[n - 1] || null);
+    if (thinking) thinking.showUntil(live ? null : events[n - 1] || null);
   };
   const makeBar = (live) => {
     bar = new ReplayBar({
@@ -894,9 +906,10 @@ function watchPage(gameId, viewer, atVersion) {
 
   const showEnd = (summary) => {
     const mine = loadSeat(gameId);
+    // no result here: it would spoil the replay (the result banner shows it at the end)
     setChildren(endPanel,
       h("strong", null, "This game is over. "),
-      summary ? h("span", { testid: "end-result" }, `${resultText(summary.result)} `) : null,
+      h("span", { class: "muted" }, "Replay it below, or play another."),
       h("div", { class: "button-row" },
         playAgainButton(summary),
         h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
@@ -977,6 +990,7 @@ function watchPage(gameId, viewer, atVersion) {
       location.hash = `#/lobby/${enc(gameId)}`;
       return;
     }
+    summaries = followSummaries(gameId, view, { initial: summary, finished: summary.status === "finished" });
     if (summary.status === "finished") startReplay(summary);
     else startLive();
   }).catch((err) => {
@@ -987,7 +1001,7 @@ function watchPage(gameId, viewer, atVersion) {
   return {
     destroy() {
       stopped = true;
-      summaries.stop();
+      if (summaries) summaries.stop();
       if (socket) socket.close();
       if (bar) bar.destroy();
       if (thinking) thinking.destroy();

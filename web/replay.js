@@ -180,11 +180,11 @@ export class ReplayBar {
   build() {
     const btn = (testid, label, title, onclick) =>
       h("button", { type: "button", class: "ghost icon", testid, title, "aria-label": title, onclick }, label);
-    this.startBtn = btn("rp-start", "⏮", "First event (Home)", () => this.seek(0));
-    this.backBtn = btn("rp-back", "◀", "One event back (←)", () => this.step(-1));
-    this.playBtn = btn("rp-play", "▶", "Play (space)", () => this.toggle());
-    this.fwdBtn = btn("rp-forward", "▶|", "One event forward (→)", () => this.step(1));
-    this.endBtn = btn("rp-end", "⏭", "Last event (End)", () => this.seek(this.events.length));
+    this.startBtn = btn("rp-start", "|◀", "First event (Home)", () => this.step(-this.events.length));
+    this.backBtn = btn("rp-back", "◀ 1", "One event back (←)", () => this.step(-1));
+    this.playBtn = btn("rp-play", "▶ Play", "Play (space)", () => this.toggle());
+    this.fwdBtn = btn("rp-forward", "1 ▶", "One event forward (→)", () => this.step(1));
+    this.endBtn = btn("rp-end", "▶|", "Last event (End)", () => (this.opts.live ? this.goLive() : this.step(this.events.length)));
     this.speedSel = h("select", { testid: "rp-speed", "aria-label": "Speed" },
       SPEEDS.map((s) => h("option", { value: String(s), selected: s === 1 }, `${s}x`)));
     this.speedSel.addEventListener("change", () => {
@@ -262,7 +262,7 @@ export class ReplayBar {
     const e = this.events[this.n - 1];
     const where = e ? `${segmentLabel(e)} · event ${this.n}/${this.events.length}` : `start · 0/${this.events.length}`;
     setText(this.position, where);
-    setText(this.playBtn, this.playing ? "❚❚" : "▶");
+    setText(this.playBtn, this.playing ? "II Pause" : "▶ Play");
     this.playBtn.setAttribute("aria-label", this.playing ? "Pause (space)" : "Play (space)");
     this.playBtn.title = this.playBtn.getAttribute("aria-label");
     this.liveBtn.hidden = !this.opts.live || this.atLive;
