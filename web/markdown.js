@@ -38,7 +38,7 @@ export function renderMarkdown(text) {
       i += 1;
       blocks.push(h("pre", null, code.join("\n")));
     } else if (/^#{1,6} /.test(line)) {
-      const level = Math.min(6, line.indexOf(" ") + 1);
+      const level = Math.min(6, line.indexOf(" "));
       blocks.push(h(`h${level}`, null, inline(line.replace(/^#+ /, ""))));
       i += 1;
     } else if (line.trim().startsWith("|")) {
