@@ -506,9 +506,10 @@ export class GameView {
         tags.push(h("span", { class: "tag you-tag" }, this.mode === "play" ? "you" : "viewing"));
       }
       const seat = this.seats.get(p.slot);
-      if (seat && seat.kind === "ai") {
+      if (seat && (seat.kind === "ai" || !seat.claimed)) {
+        // an AI seat, or a human seat nobody took (a scripted bot plays it)
         tags.push(h("span", { class: "tag ai", testid: `seat-kind-${p.slot}`, title: "An AI plays this seat" },
-          `AI · ${seat.model || seat.backend || "scripted"}`));
+          `AI · ${seat.kind === "ai" ? seat.model || seat.backend || "scripted" : "scripted"}`));
       }
       if (p.revealed_mayor) tags.push(h("span", { class: "tag mayor" }, "Mayor"));
       if (you && you.target === p.slot) tags.push(h("span", { class: "tag target" }, "target"));
