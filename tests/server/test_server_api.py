@@ -128,7 +128,8 @@ async def test_join_and_start(server: Server) -> None:
     r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "live"
-    assert (await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))).status_code == 409
+    r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r.status_code == 409, r.text
     assert (await c.post(join, json={"name": "Late"})).status_code == 409
     summary = (await c.get(f"/api/games/{game_id}")).json()
     assert summary["status"] == "live"
@@ -147,7 +148,8 @@ async def test_list_games_and_summary_with_graveyard(server: Server) -> None:
     done_id = await create_game(c, players=15, speed="fast", seed=11)
     live_id = await create_game(c, start=False, players=7, seats=[{"slot": 7, "kind": "human"}])
     assert (await c.post(f"/api/lobbies/{live_id}/join", json={"name": "Hu"})).status_code == 200
-    assert (await c.post(f"/api/lobbies/{live_id}/start", headers=owner(live_id))).status_code == 200
+    r = await c.post(f"/api/lobbies/{live_id}/start", headers=owner(live_id))
+    assert r.status_code == 200, r.text
     summary = await wait_game(c, done_id, is_finished)
 
     live = (await c.get("/api/games", params={"status": "live"})).json()
@@ -193,7 +195,8 @@ async def test_replay_views_and_access(server_factory: ServerFactory) -> None:
     c = server.client
     human_id = await create_game(c, start=False, players=7, seats=[{"slot": 3, "kind": "human"}])
     assert (await c.post(f"/api/lobbies/{human_id}/join", json={"name": "H"})).status_code == 200
-    assert (await c.post(f"/api/lobbies/{human_id}/start", headers=owner(human_id))).status_code == 200
+    r = await c.post(f"/api/lobbies/{human_id}/start", headers=owner(human_id))
+    assert r.status_code == 200, r.text
     paced_id = await create_game(c, players=7, speed="paced", seed=4)
     fast_id = await create_game(c, players=7, speed="fast", seed=4)
     await wait_game(c, fast_id, is_finished)
