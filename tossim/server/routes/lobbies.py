@@ -99,4 +99,4 @@ async def doc_page(page: Literal["rules", "roles"]) -> PlainTextResponse:
         text = (DOCS_DIR / DOC_PAGES[page]).read_text(encoding="utf-8")
     except OSError:
         raise HTTPException(404, "this server has no docs folder") from None
-    return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+    return PlainTextResponse(text)  # Markdown, served as text/plain (as the schema says)
