@@ -856,9 +856,9 @@ function watchPage(gameId, viewer, atVersion) {
 
   const notice = h("div", { class: "notice", testid: "watch-notice", role: "status", hidden: true });
   const endPanel = h("div", { class: "panel end-panel", testid: "end-panel", hidden: true });
-  const barSlot = h("div");
-  const body = h("div");
-  const thinkingSlot = h("div");
+  const barSlot = h("div", { class: "bar-slot" });
+  const body = h("div", { class: "game-slot" });
+  const thinkingSlot = h("div", { class: "thinking-slot" });
   setChildren(root, h("div", { class: "watch-page", testid: "watch-page" }, notice, endPanel, barSlot, body, thinkingSlot));
   const view = new GameView(body, { mode: "watch", send: () => false, toolbar });
   hook.view = view;
@@ -901,6 +901,7 @@ function watchPage(gameId, viewer, atVersion) {
       exportData: () => replayData || { format: 1, viewer, game_id: gameId, events },
     });
     hook.replay = bar;
+    barSlot.classList.toggle("live", live); // a live game comes first on a phone
     setChildren(barSlot, bar.el);
   };
 

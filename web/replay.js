@@ -50,9 +50,11 @@ export function derive(events, n, { spoilers = false, viewerSlot = null } = {}) 
       if (you && players.has(you.slot)) you.name = players.get(you.slot).name;
     }
     if (ROLE_KEYS.has(e.key) && d.player) learnRole(d.player, d.role);
-    if (e.key === "game.role" && Array.isArray(e.to) && e.to.length === 1) {
-      learnRole(e.to[0], d.role);
-      if (you && e.to[0] === you.slot) you.role = d.role;
+    if (e.key === "game.role") {
+      // omniscient events name their audience; a player's view holds only its own card
+      const slot = Array.isArray(e.to) && e.to.length === 1 ? e.to[0] : you ? you.slot : null;
+      if (slot) learnRole(slot, d.role);
+      if (you && slot === you.slot) you.role = d.role;
     }
     if (e.key === "game.mafia_team" && Array.isArray(d.members)) {
       for (const m of d.members) {

@@ -1006,6 +1006,13 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
         pg.click(tid("rp-export"))
     data = json.loads(Path(download.value.path()).read_text())
     assert data["events"] == events and data["viewer"] == "public"
+    # a player's point of view, at the same moment: that seat's role card
+    pg.select_option(tid("viewer-select"), "3")
+    pg.wait_for_url(f"**/#/watch/{gid}?viewer=3&v={versions[day2 - 1]}")
+    pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    role3 = next(e["data"]["role"] for e in events
+                 if e["key"] == "game.roles" and e["data"]["player"] == 3)
+    assert pg.text_content(tid("role-name")).strip() == role3
     pg.set_viewport_size({"width": 390, "height": 844})
     pg.wait_for_timeout(200)
     pg.screenshot(path=str(shots / "07-replay-390.png"), full_page=True)
