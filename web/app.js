@@ -659,6 +659,7 @@ function lobbyPage(lobbyId) {
       render();
     } catch (err) {
       showError(`Cannot load the lobby: ${errorText(err)}`);
+      if (err instanceof ApiError && err.status === 404) return; // no such lobby: stop asking
     }
     if (again && !stopped) timer = setTimeout(poll, 2000);
   }
