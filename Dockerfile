@@ -10,6 +10,7 @@ COPY pyproject.toml README.md ./
 COPY tossim ./tossim
 COPY migrations ./migrations
 COPY web ./web
+COPY docs ./docs
 # Extras to install; the GPU worker builds with EXTRAS=server,vllm.
 ARG EXTRAS=server
 RUN pip install ".[${EXTRAS}]"

@@ -492,11 +492,14 @@ async def _run(cfg: BenchConfig, server: ServerProcess, db: str) -> BenchResult:
         bus = (await http.get("/api/health")).json().get("bus", "?")
         http_gate = asyncio.Semaphore(HTTP_CONCURRENCY)
 
+        owners: dict[str, str] = {}  # game id -> its lobby's owner token
+
         async def create(i: int) -> str:
             async with http_gate:
                 r = await http.post("/api/lobbies", json={
                     "players": PLAYERS, "speed": cfg.speed, "seed": cfg.seed + i})
                 r.raise_for_status()
+                owners[str(r.json()["id"])] = str(r.json()["owner_token"])
                 return str(r.json()["id"])
 
         async with asyncio.timeout(SETUP_TIMEOUT):
@@ -526,7 +529,8 @@ async def _run(cfg: BenchConfig, server: ServerProcess, db: str) -> BenchResult:
             # each game's spectators connect as soon as it has started (a fast
             # game may otherwise be over before they connect)
             async with http_gate:
-                r = await http.post(f"/api/lobbies/{game_ids[g]}/start")
+                r = await http.post(f"/api/lobbies/{game_ids[g]}/start", headers={
+                    "Authorization": f"Bearer {owners[game_ids[g]]}"})
                 r.raise_for_status()
             for s in by_game.get(g, []):
                 tasks.append(asyncio.create_task(_spectate(

@@ -8,9 +8,12 @@ export class ApiError extends Error {
   }
 }
 
-/** One JSON request. Errors come back as {"detail": "..."} with a 4xx/5xx status. */
-export async function api(method, path, body) {
-  const init = { method, headers: { Accept: "application/json" } };
+/**
+ * One JSON request. Errors come back as {"detail": "..."} with a 4xx/5xx status.
+ * `headers`: extra headers (the lobby owner's `Authorization: Bearer ...`).
+ */
+export async function api(method, path, body, headers) {
+  const init = { method, headers: { Accept: "application/json", ...(headers || {}) } };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

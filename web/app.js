@@ -1,11 +1,17 @@
 // ToSSim browser client: hash routes in one page.
-//   #/                         home: games, lobbies, create a lobby
-//   #/watch/{id}?viewer=...    spectate (public | omniscient | seat number)
-//   #/play/{id}                play the seat this tab joined (token in sessionStorage)
+//   #/                          home: watch the demo, play (create or join a lobby), replay
+//   #/lobby/{id}                a lobby: seats, invite link; its owner starts it and changes it
+//   #/play/{id}                 play the seat this browser holds (token in localStorage)
+//   #/watch/{id}?viewer=..&v=.. watch live or replay (public | omniscient | seat number);
+//                               v: open at that event version (a moment link)
+//   #/rules, #/roles            the rules and the roles (docs/rules.md, docs/roles.md)
 
-import { ApiError, GameSocket, getJSON, listOf, postJSON } from "./api.js";
+import { ApiError, GameSocket, getJSON, listOf, postJSON, api } from "./api.js";
 import { h, setChildren, setText, syncSelect } from "./dom.js";
 import { GameView, phaseTitle, resultText } from "./render.js";
+import { ReplayBar, derive } from "./replay.js";
+import { ThinkingPanel } from "./thinking.js";
+import { renderMarkdown } from "./markdown.js";
 
 const root = document.getElementById("app");
 let page = null; // the current page: {destroy()}
@@ -14,6 +20,7 @@ let page = null; // the current page: {destroy()}
 const hook = {
   view: null,
   socket: null,
+  replay: null,
   get state() {
     return this.view ? this.view.state : null;
   },
@@ -29,21 +36,35 @@ const hook = {
 };
 window.tossim = hook;
 
-// ---- seats held by this tab ------------------------------------------------------
+// ---- what this browser holds: seats and lobby owner tokens (per game) ---------------
+// localStorage, so a second tab or a reopened browser plays the same seat.
 
 const SEAT_KEY = (gameId) => `tossim.seat.${gameId}`;
+const OWNER_KEY = (gameId) => `tossim.owner.${gameId}`;
 
-function saveSeat(seat) {
-  sessionStorage.setItem(SEAT_KEY(seat.game_id), JSON.stringify(seat));
-}
-
-function loadSeat(gameId) {
+function readJSON(key) {
   try {
-    return JSON.parse(sessionStorage.getItem(SEAT_KEY(gameId)) || "null");
+    return JSON.parse(localStorage.getItem(key) || "null");
   } catch {
     return null;
   }
 }
+
+function saveSeat(seat) {
+  localStorage.setItem(SEAT_KEY(seat.game_id), JSON.stringify(seat));
+}
+
+function loadSeat(gameId) {
+  const seat = readJSON(SEAT_KEY(gameId));
+  return seat && seat.token ? seat : null;
+}
+
+function forgetSeat(gameId) {
+  localStorage.removeItem(SEAT_KEY(gameId));
+}
+
+const ownerToken = (gameId) => localStorage.getItem(OWNER_KEY(gameId));
+const ownerHeaders = (gameId) => ({ Authorization: `Bearer ${ownerToken(gameId) || ""}` });
 
 function playerName() {
   let name = localStorage.getItem("tossim.name");
@@ -57,16 +78,10 @@ function playerName() {
 // ---- helpers -------------------------------------------------------------------
 
 const gameIdOf = (obj) => obj && (obj.game_id || obj.id);
+const enc = encodeURIComponent;
 
 function errorText(err) {
   return err instanceof ApiError ? err.message : String(err && err.message ? err.message : err);
-}
-
-function lobbyIsOpen(lobby) {
-  if (!lobby) return false;
-  if (typeof lobby.status === "string") return ["open", "waiting", "lobby", "pending", "created"].includes(lobby.status);
-  if (typeof lobby.started === "boolean") return !lobby.started;
-  return !lobby.started_at;
 }
 
 function seatsOf(obj) {
@@ -77,24 +92,16 @@ function humanSeats(lobby) {
   return seatsOf(lobby).filter((s) => s.kind === "human");
 }
 
-function isClaimed(seat) {
-  return typeof seat.claimed === "boolean" ? seat.claimed : Boolean(seat.name);
-}
-
-async function joinLobby(lobbyId, name) {
-  const res = await postJSON(`/api/lobbies/${encodeURIComponent(lobbyId)}/join`, { name });
-  const seat = { game_id: res.game_id, lobby_id: lobbyId, slot: res.slot, token: res.token, name };
-  saveSeat(seat);
-  return seat;
-}
-
-async function startLobby(lobbyId) {
-  return postJSON(`/api/lobbies/${encodeURIComponent(lobbyId)}/start`);
-}
-
 function shortId(id) {
   const s = String(id);
   return s.length > 10 ? s.slice(0, 8) : s;
+}
+
+/** "AI · scripted" / "AI · SmolLM2" / "Human" for a seat of a lobby or game summary. */
+export function seatKindLabel(s) {
+  if (!s) return "";
+  if (s.kind === "human") return "Human";
+  return `AI · ${s.model || s.backend || "scripted"}`;
 }
 
 function summaryLine(g) {
@@ -104,10 +111,41 @@ function summaryLine(g) {
   if (n) bits.push(`${n} players`);
   if (g.speed) bits.push(g.speed);
   const humans = seatsOf(g).filter((s) => s.kind === "human").length;
-  if (humans) bits.push(`${humans} human${humans > 1 ? "s" : ""}`);
-  if (g.phase && g.status !== "finished") bits.push(phaseTitle({ day: g.day, phase: g.phase }));
+  bits.push(humans ? `${humans} human${humans > 1 ? "s" : ""}` : "all AI");
+  if (g.phase && g.status !== "finished" && g.status !== "lobby") bits.push(phaseTitle({ day: g.day, phase: g.phase }));
   if (g.result) bits.push(resultText(g.result));
   return bits.join(" · ");
+}
+
+async function joinLobby(lobbyId, name) {
+  const res = await postJSON(`/api/lobbies/${enc(lobbyId)}/join`, { name });
+  const seat = { game_id: res.game_id, lobby_id: lobbyId, slot: res.slot, token: res.token, name };
+  saveSeat(seat);
+  return seat;
+}
+
+async function startLobby(lobbyId) {
+  return api("POST", `/api/lobbies/${enc(lobbyId)}/start`, {}, ownerHeaders(lobbyId));
+}
+
+/** Create a lobby; the owner token (and the creator's seat) are kept in this browser. */
+async function createLobby(body) {
+  const lobby = await api("POST", "/api/lobbies", body);
+  localStorage.setItem(OWNER_KEY(lobby.id), lobby.owner_token);
+  if (lobby.seat) saveSeat({ ...lobby.seat, lobby_id: lobby.id, name: body.name });
+  return lobby;
+}
+
+/** Where a game's page is for this browser: its seat, its lobby, or watching. */
+function gameHref(g, finished) {
+  const id = gameIdOf(g);
+  if (g.status === "lobby") return `#/lobby/${enc(id)}`;
+  if (!finished && loadSeat(id)) return `#/play/${enc(id)}`;
+  return `#/watch/${enc(id)}?viewer=${finished ? "omniscient" : "public"}`;
+}
+
+function field(label, id, control, hint) {
+  return h("div", { class: "field" }, h("label", { for: id }, label), control, hint || null);
 }
 
 // ---- router -------------------------------------------------------------------
@@ -117,20 +155,76 @@ function route() {
   page = null;
   hook.view = null;
   hook.socket = null;
+  hook.replay = null;
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const params = new URLSearchParams(query || "");
-  if (parts[0] === "watch" && parts[1]) page = watchPage(parts[1], params.get("viewer") || "public");
-  else if (parts[0] === "play" && parts[1]) page = playPage(parts[1]);
+  for (const a of document.querySelectorAll(".topbar a[data-route]")) {
+    a.setAttribute("aria-current", String(a.dataset.route === (parts[0] || "home")));
+  }
+  if (parts[0] === "watch" && parts[1]) {
+    const v = params.get("v");
+    page = watchPage(parts[1], params.get("viewer") || "public", v !== null && /^\d+$/.test(v) ? Number(v) : null);
+  } else if (parts[0] === "play" && parts[1]) page = playPage(parts[1]);
+  else if (parts[0] === "lobby" && parts[1]) page = lobbyPage(parts[1]);
+  else if (parts[0] === "rules" || parts[0] === "roles") page = docPage(parts[0]);
   else page = homePage();
+  root.focus({ preventScroll: true });
+  window.scrollTo(0, 0);
 }
 
 window.addEventListener("hashchange", route);
 window.addEventListener("online", () => hook.socket && hook.socket.reconnectNow());
-route();
+
+// ---- the lobby form's choices: modes, speeds, AI players ------------------------------
+
+let catalogue = null;
+/** GET /api/modes and GET /api/models (fallback: the backends every server knows). */
+async function loadCatalogue() {
+  if (catalogue) return catalogue;
+  const [modes, models] = await Promise.allSettled([getJSON("/api/modes"), getJSON("/api/models")]);
+  const modeList = modes.status === "fulfilled" ? modes.value : {
+    modes: [{ key: "classic", name: "Classic", min_players: 7, max_players: 15, roles: [], role_names: [] }],
+    speeds: [{ key: "standard", label: "Standard", humans: true }],
+  };
+  let ai;
+  if (models.status === "fulfilled" && Array.isArray(models.value && models.value.models)) {
+    ai = [{ value: "b:scripted", label: "Scripted bot", available: true },
+      ...models.value.models.filter((m) => m.backend !== "scripted").map((m) => ({
+        value: `m:${m.name}`, label: `${m.name}${m.backend ? ` (${m.backend})` : ""}`,
+        available: m.available !== false, reason: m.reason || "",
+      }))];
+  } else {
+    ai = [{ value: "b:scripted", label: "Scripted bot", available: true },
+      { value: "b:local", label: "SmolLM2, bundled (local CPU)", available: true }];
+  }
+  catalogue = { modes: modeList.modes || [], speeds: modeList.speeds || [], ai };
+  return catalogue;
+}
+
+/** A seat choice ("human", "b:scripted", "m:<name>") as a lobby seat spec. */
+function seatSpec(slot, choice) {
+  if (choice === "human") return { slot, kind: "human" };
+  if (choice.startsWith("m:")) return { slot, kind: "ai", model: choice.slice(2) };
+  return { slot, kind: "ai", backend: choice.slice(2) || "scripted" };
+}
+
+function seatChoices(cat) {
+  return [{ value: "human", label: "Human player" },
+    ...cat.ai.map((a) => ({ value: a.value, label: `AI: ${a.label}${a.available ? "" : " (unavailable)"}`, disabled: !a.available, title: a.reason }))];
+}
+
+function choiceSelect(id, testid, choices, value, label) {
+  const sel = h("select", { id, testid, "aria-label": label },
+    choices.map((c) => h("option", { value: c.value, disabled: c.disabled, title: c.title || null }, c.label)));
+  sel.value = value;
+  return sel;
+}
 
 // ---- home -------------------------------------------------------------------------
+
+const FINISHED_PAGE = 8;
 
 function homePage() {
   document.title = "ToSSim";
@@ -141,7 +235,7 @@ function homePage() {
   };
 
   const nameInput = h("input", {
-    id: "player-name", testid: "player-name", type: "text", maxlength: "20", value: playerName(),
+    id: "player-name", testid: "player-name", type: "text", maxlength: "24", value: playerName(),
     autocomplete: "nickname",
   });
   nameInput.addEventListener("change", () => {
@@ -150,34 +244,115 @@ function homePage() {
   });
   const currentName = () => nameInput.value.trim() || playerName();
 
+  const demoCard = h("a", { class: "start-card demo", testid: "demo-card", href: "#/" },
+    h("span", { class: "start-kicker" }, "Live demo"),
+    h("strong", null, "All-AI match — watch"),
+    h("span", { class: "muted small", testid: "demo-status" }, "Looking for the demo game…"));
+  const playCard = h("a", { class: "start-card", testid: "play-card", href: "#create-h" },
+    h("span", { class: "start-kicker" }, "Play"),
+    h("strong", null, "Create a lobby or join one"),
+    h("span", { class: "muted small" }, "You against AI seats, or with friends (share the invite link)."));
+  const replayCard = h("a", { class: "start-card", testid: "replay-card", href: "#finished-h" },
+    h("span", { class: "start-kicker" }, "Replay"),
+    h("strong", null, "Step through a finished game"),
+    h("span", { class: "muted small" }, "Every role, every night, at your own pace."));
+  for (const [card, target] of [[playCard, "create-h"], [replayCard, "finished-h"]]) {
+    card.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      const el = document.getElementById(target);
+      if (el) {
+        el.scrollIntoView({ behavior: "smooth", block: "start" });
+        const focus = el.closest("section").querySelector("select, input, button, a.button");
+        if (focus) focus.focus({ preventScroll: true });
+      }
+    });
+  }
+
   const lobbiesEl = h("ul", { class: "cards", testid: "lobbies" });
   const liveEl = h("ul", { class: "cards", testid: "live-games" });
   const finishedEl = h("ul", { class: "cards", testid: "finished-games" });
+  let finishedOffset = 0;
+  const older = h("button", { type: "button", class: "ghost", testid: "finished-older", onclick: () => { finishedOffset += FINISHED_PAGE; refreshFinished(); } }, "Older games →");
+  const newer = h("button", { type: "button", class: "ghost", testid: "finished-newer", onclick: () => { finishedOffset = Math.max(0, finishedOffset - FINISHED_PAGE); refreshFinished(); } }, "← Newer");
+  const pager = h("div", { class: "button-row pager" }, newer, older);
 
-  // create form
-  const players = h("input", { id: "create-players", testid: "create-players", type: "number", min: "7", max: "15", value: "15", required: true });
-  const humans = h("input", { id: "create-humans", testid: "create-humans", type: "number", min: "0", max: "15", value: "1", required: true });
-  const speed = h("select", { id: "create-speed", testid: "create-speed" },
-    h("option", { value: "standard" }, "Standard (real timers)"),
-    h("option", { value: "fast" }, "Fast (all-AI only)"),
-    h("option", { value: "paced" }, "Paced (all-AI, easy to watch)"));
-  const seed = h("input", { id: "create-seed", testid: "create-seed", type: "number", min: "0", placeholder: "random" });
+  // ---- create form
+  const modeSel = h("select", { id: "create-mode", testid: "create-mode" });
+  const players = h("input", { id: "create-players", testid: "create-players", type: "number", min: "7", max: "15", value: "7", required: true, inputmode: "numeric" });
+  const speed = h("select", { id: "create-speed", testid: "create-speed" });
+  const seed = h("input", { id: "create-seed", testid: "create-seed", type: "number", min: "0", placeholder: "random", inputmode: "numeric" });
+  const roleList = h("p", { class: "small muted role-list", testid: "create-roles" });
+  const seatsEl = h("ol", { class: "seat-picker", testid: "create-seats" });
+  const allAs = h("select", { id: "create-all", testid: "create-all", "aria-label": "Set every AI seat to" });
   const createBtn = h("button", { type: "submit", class: "primary", testid: "create-submit" }, "Create lobby");
-  const speedHint = h("p", { class: "hint", testid: "create-hint" });
-  const syncForm = () => {
-    const humanCount = Number(humans.value) || 0;
-    humans.max = players.value;
-    for (const option of speed.querySelectorAll('option:not([value="standard"])')) {
-      option.disabled = humanCount > 0; // fast and paced games are for AI seats only
-    }
-    if (humanCount > 0) speed.value = "standard";
-    setText(speedHint, humanCount > 0
-      ? `You take seat 1${humanCount > 1 ? `; seats 2-${humanCount} wait for other humans` : ""}. Other seats are scripted AIs.`
-      : "An all-AI game: you will watch it.");
+  const hint = h("p", { class: "hint", testid: "create-hint" });
+  const speedHint = h("p", { class: "hint", testid: "speed-hint" });
+  const choices = new Map(); // slot -> choice value
+  choices.set(1, "human");
+  let cat = null;
+
+  const modeOf = () => (cat && cat.modes.find((m) => m.key === modeSel.value)) || null;
+  const renderSeats = () => {
+    if (!cat) return;
+    const n = Math.max(7, Math.min(15, Number(players.value) || 7));
+    const opts = seatChoices(cat);
+    setChildren(seatsEl, Array.from({ length: n }, (_, i) => {
+      const slot = i + 1;
+      const sel = choiceSelect(`seat-${slot}`, `create-seat-${slot}`, opts, choices.get(slot) || "b:scripted", `Seat ${slot}`);
+      sel.addEventListener("change", () => {
+        choices.set(slot, sel.value);
+        syncForm();
+      });
+      return h("li", null, h("label", { for: `seat-${slot}` }, `Seat ${slot}`), sel);
+    }));
   };
-  players.addEventListener("input", syncForm);
-  humans.addEventListener("input", syncForm);
-  syncForm();
+  const syncForm = () => {
+    if (!cat) return;
+    const mode = modeOf();
+    if (mode) {
+      players.min = String(mode.min_players);
+      players.max = String(mode.max_players);
+    }
+    const n = Math.max(7, Math.min(15, Number(players.value) || 7));
+    const humans = Array.from({ length: n }, (_, i) => choices.get(i + 1) || "b:scripted").filter((c) => c === "human").length;
+    for (const o of speed.options) {
+      const s = cat.speeds.find((x) => x.key === o.value);
+      o.disabled = Boolean(humans && s && !s.humans);
+    }
+    if (speed.selectedOptions[0] && speed.selectedOptions[0].disabled) speed.value = "standard";
+    const chosen = cat.speeds.find((x) => x.key === speed.value);
+    setText(speedHint, chosen ? chosen.label.split(": ").slice(1).join(": ") : "");
+    if (mode && mode.role_names && mode.role_names.length) {
+      setText(roleList, `Roles dealt (${n}): ${mode.role_names.slice(0, n).join(", ")}`);
+    }
+    setText(hint, humans
+      ? `You take the first human seat${humans > 1 ? `; ${humans - 1} more human seat${humans > 2 ? "s wait" : " waits"} for friends (invite link on the next page)` : ""}. You start the game when you are ready.`
+      : "An all-AI game: it starts at once and you watch every role (omniscient view).");
+  };
+  players.addEventListener("input", () => {
+    renderSeats();
+    syncForm();
+  });
+  modeSel.addEventListener("change", syncForm);
+  speed.addEventListener("change", syncForm);
+  allAs.addEventListener("change", () => {
+    if (!allAs.value) return;
+    const n = Number(players.value) || 7;
+    for (let slot = 1; slot <= n; slot += 1) if (choices.get(slot) !== "human") choices.set(slot, allAs.value);
+    allAs.value = "";
+    renderSeats();
+    syncForm();
+  });
+
+  loadCatalogue().then((c) => {
+    cat = c;
+    syncSelect(modeSel, c.modes.map((m) => ({ value: m.key, label: `${m.name} (${m.min_players}-${m.max_players} players)` })));
+    syncSelect(speed, c.speeds.map((s) => ({ value: s.key, label: s.label.split(":")[0] })));
+    speed.value = "standard";
+    syncSelect(allAs, c.ai.filter((a) => a.available).map((a) => ({ value: a.value, label: a.label })), "Set every AI seat to…");
+    renderSeats();
+    syncForm();
+  });
 
   const form = h("form", {
     class: "create-form", testid: "create-form",
@@ -185,22 +360,23 @@ function homePage() {
       ev.preventDefault();
       showError("");
       const n = Number(players.value);
-      const k = Number(humans.value);
-      if (!(n >= 7 && n <= 15)) return showError("Players: 7 to 15.");
-      if (!(k >= 0 && k <= n)) return showError("Human seats: 0 to the number of players.");
-      const body = { mode: "classic", players: n, speed: speed.value };
+      const mode = modeOf();
+      const lo = mode ? mode.min_players : 7;
+      const hi = mode ? mode.max_players : 15;
+      if (!(n >= lo && n <= hi)) return showError(`Players: ${lo} to ${hi}.`);
+      const seats = Array.from({ length: n }, (_, i) => seatSpec(i + 1, choices.get(i + 1) || "b:scripted"));
+      const humans = seats.filter((s) => s.kind === "human").length;
+      const body = { mode: modeSel.value || "classic", players: n, speed: speed.value || "standard", seats };
+      if (humans) body.name = currentName();
       if (seed.value !== "") body.seed = Number(seed.value);
-      if (k > 0) body.seats = Array.from({ length: k }, (_, i) => ({ slot: i + 1, kind: "human" }));
       createBtn.disabled = true;
       try {
-        const lobby = await postJSON("/api/lobbies", body);
-        if (k > 0) {
-          const seat = await joinLobby(lobby.id, currentName());
-          location.hash = `#/play/${encodeURIComponent(seat.game_id)}`;
+        const lobby = await createLobby(body);
+        if (humans) {
+          location.hash = `#/lobby/${enc(lobby.id)}`;
         } else {
-          const started = await startLobby(lobby.id);
-          const gid = (started && started.game_id) || lobby.game_id || gameIdOf(started);
-          location.hash = `#/watch/${encodeURIComponent(gid)}?viewer=omniscient`;
+          await startLobby(lobby.id);
+          location.hash = `#/watch/${enc(lobby.id)}?viewer=omniscient`;
         }
       } catch (err) {
         showError(`Could not create the lobby: ${errorText(err)}`);
@@ -209,11 +385,15 @@ function homePage() {
       }
     },
   },
-  h("div", { class: "field" }, h("label", { for: "create-players" }, "Players"), players),
-  h("div", { class: "field" }, h("label", { for: "create-humans" }, "Human seats"), humans),
-  h("div", { class: "field" }, h("label", { for: "create-speed" }, "Speed"), speed),
-  h("div", { class: "field" }, h("label", { for: "create-seed" }, "Seed"), seed),
-  speedHint, createBtn);
+  h("div", { class: "form-grid" },
+    field("Mode", "create-mode", modeSel),
+    field("Players", "create-players", players),
+    field("Phase speed", "create-speed", speed),
+    field("Seed", "create-seed", seed)),
+  speedHint, roleList,
+  h("fieldset", { class: "seats-fieldset" },
+    h("legend", null, "Who plays each seat"), allAs, seatsEl),
+  hint, createBtn);
 
   const renderLobbies = (lobbies) => {
     if (!lobbies.length) {
@@ -222,44 +402,16 @@ function homePage() {
     }
     setChildren(lobbiesEl, lobbies.map((l) => {
       const seats = humanSeats(l);
-      const free = seats.filter((s) => !isClaimed(s));
-      const claimed = seats.filter(isClaimed).map((s) => s.name).filter(Boolean);
-      const join = h("button", {
-        type: "button", class: "primary", testid: `join-${l.id}`, disabled: free.length === 0,
-        onclick: async () => {
-          join.disabled = true;
-          try {
-            const seat = await joinLobby(l.id, currentName());
-            location.hash = `#/play/${encodeURIComponent(seat.game_id)}`;
-          } catch (err) {
-            showError(`Could not join: ${errorText(err)}`);
-            join.disabled = false;
-          }
-        },
-      }, free.length ? "Join" : "Full");
-      const start = h("button", {
-        type: "button", class: "ghost", testid: `start-${l.id}`,
-        onclick: async () => {
-          start.disabled = true;
-          try {
-            const res = await startLobby(l.id);
-            const gid = (res && res.game_id) || l.game_id || gameIdOf(res);
-            const seat = loadSeat(gid);
-            location.hash = seat ? `#/play/${encodeURIComponent(gid)}` : `#/watch/${encodeURIComponent(gid)}?viewer=public`;
-          } catch (err) {
-            showError(`Could not start: ${errorText(err)}`);
-            start.disabled = false;
-          }
-        },
-      }, "Start");
+      const free = seats.filter((s) => !s.claimed);
+      const mine = loadSeat(l.id);
       return h("li", { class: "card", testid: `lobby-${l.id}` },
         h("div", { class: "card-main" },
-          h("div", { class: "card-title" }, `Lobby ${shortId(l.id)}`),
+          h("div", { class: "card-title" }, `Lobby ${shortId(l.id)}`, ownerToken(l.id) ? h("span", { class: "tag" }, "yours") : null),
           h("div", { class: "muted small" }, summaryLine(l)),
-          h("div", { class: "small" },
-            `Human seats: ${seats.length - free.length}/${seats.length} taken`,
-            claimed.length ? ` (${claimed.join(", ")})` : "")),
-        h("div", { class: "card-actions" }, join, start));
+          h("div", { class: "small" }, `Human seats: ${seats.length - free.length}/${seats.length} taken`)),
+        h("div", { class: "card-actions" },
+          h("a", { class: `button ${mine || free.length ? "primary" : ""}`, testid: `open-lobby-${l.id}`, href: `#/lobby/${enc(l.id)}` },
+            mine ? "Open" : free.length ? "Join" : "View")));
     }));
   };
 
@@ -271,54 +423,251 @@ function homePage() {
     setChildren(el, games.map((g) => {
       const id = gameIdOf(g);
       const mine = loadSeat(id);
-      return h("li", { class: "card", testid: `game-${id}` },
+      return h("li", { class: `card${g.demo ? " demo-game" : ""}`, testid: `game-${id}` },
         h("div", { class: "card-main" },
-          h("div", { class: "card-title" }, `Game ${shortId(id)}`),
+          h("div", { class: "card-title" }, g.demo ? "Live demo: all-AI match" : `Game ${shortId(id)}`,
+            mine ? h("span", { class: "tag you-tag" }, "your seat") : null),
           h("div", { class: "muted small" }, summaryLine(g))),
         h("div", { class: "card-actions" },
-          mine && !finished ? h("a", { class: "button primary", href: `#/play/${encodeURIComponent(id)}` }, "Play") : null,
+          mine && !finished ? h("a", { class: "button primary", href: `#/play/${enc(id)}` }, "Play") : null,
           h("a", {
             class: "button", testid: `watch-${id}`,
-            href: `#/watch/${encodeURIComponent(id)}?viewer=${finished ? "omniscient" : "public"}`,
+            href: `#/watch/${enc(id)}?viewer=${finished ? "omniscient" : "public"}`,
           }, finished ? "Replay" : "Watch")));
     }));
   };
 
   let stopped = false;
   let timer = null;
+  async function refreshFinished() {
+    try {
+      const games = listOf(await getJSON(`/api/games?status=finished&limit=${FINISHED_PAGE + 1}&offset=${finishedOffset}`), "games");
+      if (stopped) return;
+      renderGames(finishedEl, games.slice(0, FINISHED_PAGE), true);
+      older.hidden = games.length <= FINISHED_PAGE;
+      newer.hidden = finishedOffset === 0;
+      pager.hidden = older.hidden && newer.hidden;
+    } catch (err) {
+      showError(`Cannot load the finished games: ${errorText(err)}`);
+    }
+  }
   const refresh = async () => {
     const results = await Promise.allSettled([
       getJSON("/api/lobbies"),
       getJSON("/api/games?status=live"),
-      getJSON("/api/games?status=finished"),
     ]);
     if (stopped) return;
-    const [lobbies, live, finished] = results;
-    if (lobbies.status === "fulfilled") renderLobbies(listOf(lobbies.value, "lobbies").filter(lobbyIsOpen));
-    if (live.status === "fulfilled") renderGames(liveEl, listOf(live.value, "games"), false);
-    if (finished.status === "fulfilled") renderGames(finishedEl, listOf(finished.value, "games"), true);
+    const [lobbies, live] = results;
+    if (lobbies.status === "fulfilled") renderLobbies(listOf(lobbies.value, "lobbies").filter((l) => l.status === "lobby"));
+    if (live.status === "fulfilled") {
+      const games = listOf(live.value, "games");
+      renderGames(liveEl, games, false);
+      const demo = games.find((g) => g.demo);
+      demoCard.href = demo ? `#/watch/${enc(demo.id)}?viewer=omniscient` : "#/";
+      demoCard.classList.toggle("disabled", !demo);
+      setText(demoCard.querySelector("[data-testid=demo-status]"), demo
+        ? `${summaryLine(demo)}. Every role visible, AI seats think out loud.`
+        : "No demo running right now (start the server with --demo).");
+    }
     const failed = results.find((r) => r.status === "rejected");
     if (failed) showError(`Cannot load the lists: ${errorText(failed.reason)}`);
+    if (finishedOffset === 0) refreshFinished();
     timer = setTimeout(refresh, 4000);
   };
 
   setChildren(root,
     h("div", { class: "home", testid: "home" },
       h("section", { class: "panel intro" },
-        h("h1", null, "ToSSim"),
-        h("p", null, "Town of Salem where every seat is a human in a browser or an AI. Watch a game, or open a lobby and play."),
+        h("h1", null, "Town of Salem, with humans and AIs"),
+        h("p", null, "Every seat is a person in a browser or an AI. New here? Watch the demo, then play a game against AI seats. ",
+          h("a", { href: "#/rules" }, "How to play"), " · ", h("a", { href: "#/roles" }, "All roles")),
+        h("div", { class: "start-cards" }, demoCard, playCard, replayCard),
         h("div", { class: "field inline" }, h("label", { for: "player-name" }, "Your name"), nameInput)),
       status,
       h("div", { class: "home-grid" },
-        h("section", { class: "panel", "aria-labelledby": "lobbies-h" },
-          h("h2", { id: "lobbies-h" }, "Open lobbies"), lobbiesEl),
         h("section", { class: "panel", "aria-labelledby": "create-h" },
           h("h2", { id: "create-h" }, "Create a lobby"), form),
+        h("section", { class: "panel", "aria-labelledby": "lobbies-h" },
+          h("h2", { id: "lobbies-h" }, "Open lobbies"), lobbiesEl),
         h("section", { class: "panel", "aria-labelledby": "live-h" },
           h("h2", { id: "live-h" }, "Live games"), liveEl),
         h("section", { class: "panel", "aria-labelledby": "finished-h" },
-          h("h2", { id: "finished-h" }, "Finished games"), finishedEl))));
+          h("h2", { id: "finished-h" }, "Finished games"), finishedEl, pager))));
   refresh();
+  return {
+    destroy() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+// ---- lobby ---------------------------------------------------------------------------
+
+function lobbyPage(lobbyId) {
+  document.title = "Lobby · ToSSim";
+  const owner = Boolean(ownerToken(lobbyId));
+  const error = h("p", { class: "error", role: "alert", testid: "lobby-error", hidden: true });
+  const showError = (text) => {
+    setText(error, text);
+    error.hidden = !text;
+  };
+  const title = h("h2", { testid: "lobby-title" }, `Lobby ${shortId(lobbyId)}`);
+  const line = h("p", { class: "muted", testid: "lobby-summary" });
+  const roles = h("p", { class: "small muted role-list", testid: "lobby-roles" });
+  const invite = h("input", { type: "text", readonly: true, id: "invite", testid: "invite-link", value: `${location.origin}${location.pathname}#/lobby/${lobbyId}` });
+  const copy = h("button", {
+    type: "button", class: "ghost", testid: "invite-copy",
+    onclick: async () => {
+      invite.select();
+      try {
+        await navigator.clipboard.writeText(invite.value);
+        setText(copy, "Copied ✓");
+      } catch {
+        setText(copy, "Select and copy");
+      }
+    },
+  }, "Copy");
+  const seatsEl = h("ol", { class: "seat-list lobby-seats", testid: "lobby-seats" });
+  const speedSel = h("select", { id: "lobby-speed", testid: "lobby-speed", "aria-label": "Phase speed" });
+  const startBtn = h("button", { type: "button", class: "primary", testid: "start-game" }, "Start game");
+  const ownerPanel = h("div", { class: "owner-controls", testid: "owner-controls", hidden: !owner },
+    field("Phase speed", "lobby-speed", speedSel), startBtn);
+  const joinBtn = h("button", { type: "button", class: "primary", testid: "lobby-join", hidden: true }, "Join this game");
+  const leaveBtn = h("button", { type: "button", class: "ghost", testid: "leave-seat", hidden: true }, "Leave seat");
+  const note = h("p", { class: "hint", testid: "lobby-note" });
+
+  setChildren(root, h("section", { class: "panel lobby-page", testid: "lobby-page" },
+    title, line, roles,
+    h("div", { class: "field invite" }, h("label", { for: "invite" }, "Invite link"),
+      h("div", { class: "button-row" }, invite, copy)),
+    error, seatsEl, note, h("div", { class: "button-row" }, joinBtn, leaveBtn), ownerPanel,
+    h("p", null, h("a", { href: "#/", class: "button ghost" }, "Back to lobbies"))));
+
+  let cat = null;
+  let lobby = null;
+  let stopped = false;
+  let timer = null;
+
+  const patch = async (body) => {
+    showError("");
+    try {
+      lobby = await api("PATCH", `/api/lobbies/${enc(lobbyId)}`, body, ownerHeaders(lobbyId));
+      render();
+    } catch (err) {
+      showError(`Could not change the lobby: ${errorText(err)}`);
+      render();
+    }
+  };
+
+  const render = () => {
+    if (!lobby) return;
+    const mine = loadSeat(lobbyId);
+    setText(line, summaryLine(lobby));
+    const mode = cat && cat.modes.find((m) => m.key === lobby.mode);
+    if (mode && mode.role_names) setText(roles, `Roles dealt: ${mode.role_names.slice(0, lobby.players).join(", ")}`);
+    const opts = cat ? seatChoices(cat) : [];
+    setChildren(seatsEl, seatsOf(lobby).map((s) => {
+      const you = mine && mine.slot === s.slot;
+      const parts = [h("span", { class: "slot" }, String(s.slot))];
+      if (s.kind === "human" && s.claimed) {
+        parts.push(h("span", { class: "who" }, h("span", { class: "name" }, s.name), you ? h("span", { class: "tag you-tag" }, "you") : null));
+        if (owner && !you) {
+          parts.push(h("button", {
+            type: "button", class: "ghost danger-text", testid: `kick-${s.slot}`,
+            onclick: async () => {
+              try {
+                lobby = await api("DELETE", `/api/lobbies/${enc(lobbyId)}/seats/${s.slot}`, undefined, ownerHeaders(lobbyId));
+                render();
+              } catch (err) {
+                showError(`Could not remove the player: ${errorText(err)}`);
+              }
+            },
+          }, "Remove"));
+        }
+      } else if (owner && cat) {
+        const value = s.kind === "human" ? "human" : s.model ? `m:${s.model}` : `b:${s.backend || "scripted"}`;
+        const sel = choiceSelect(`lobby-seat-${s.slot}`, `lobby-seat-${s.slot}`, opts, value, `Seat ${s.slot}`);
+        sel.addEventListener("change", () => patch({ seats: [seatSpec(s.slot, sel.value)] }));
+        parts.push(h("span", { class: "who" }, sel));
+      } else {
+        parts.push(h("span", { class: "who" }, s.kind === "human" ? h("span", { class: "muted" }, "free human seat") : seatKindLabel(s)));
+      }
+      return h("li", { class: "lobby-seat", testid: `lobby-seat-row-${s.slot}` }, parts);
+    }));
+    const free = humanSeats(lobby).filter((s) => !s.claimed);
+    joinBtn.hidden = Boolean(mine) || free.length === 0;
+    leaveBtn.hidden = !mine;
+    setText(note, mine
+      ? `You are ${mine.name}, seat ${mine.slot}. ${owner ? "Start when everyone is in; free human seats are played by scripted bots." : "The lobby's owner starts the game."}`
+      : free.length ? "A human seat is free: join it." : "No free human seat: you can watch once it starts.");
+    if (owner && cat) {
+      syncSelect(speedSel, cat.speeds.map((sp) => ({ value: sp.key, label: sp.label.split(":")[0] })));
+      const humans = humanSeats(lobby).length;
+      for (const o of speedSel.options) {
+        const sp = cat.speeds.find((x) => x.key === o.value);
+        o.disabled = Boolean(humans && sp && !sp.humans);
+      }
+      speedSel.value = lobby.speed;
+    }
+  };
+  speedSel.addEventListener("change", () => patch({ speed: speedSel.value }));
+  startBtn.addEventListener("click", async () => {
+    startBtn.disabled = true;
+    showError("");
+    try {
+      await startLobby(lobbyId);
+      goToGame();
+    } catch (err) {
+      showError(`Could not start: ${errorText(err)}`);
+      startBtn.disabled = false;
+    }
+  });
+  joinBtn.addEventListener("click", async () => {
+    joinBtn.disabled = true;
+    try {
+      await joinLobby(lobbyId, playerName());
+      await poll(false);
+    } catch (err) {
+      showError(`Could not join: ${errorText(err)}`);
+    } finally {
+      joinBtn.disabled = false;
+    }
+  });
+  leaveBtn.addEventListener("click", async () => {
+    const mine = loadSeat(lobbyId);
+    if (!mine) return;
+    try {
+      lobby = await api("DELETE", `/api/lobbies/${enc(lobbyId)}/seats/${mine.slot}`, undefined, { Authorization: `Bearer ${mine.token}` });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 409)) return showError(`Could not leave: ${errorText(err)}`);
+    }
+    forgetSeat(lobbyId);
+    render();
+  });
+
+  const goToGame = () => {
+    location.hash = loadSeat(lobbyId) ? `#/play/${enc(lobbyId)}` : `#/watch/${enc(lobbyId)}?viewer=public`;
+  };
+
+  async function poll(again = true) {
+    if (stopped) return;
+    try {
+      lobby = await getJSON(`/api/lobbies/${enc(lobbyId)}`);
+      if (stopped) return;
+      if (lobby.status !== "lobby") return goToGame();
+      render();
+    } catch (err) {
+      showError(`Cannot load the lobby: ${errorText(err)}`);
+      if (err instanceof ApiError && err.status === 404) return; // no such lobby: stop asking
+    }
+    if (again && !stopped) timer = setTimeout(poll, 2000);
+  }
+  loadCatalogue().then((c) => {
+    cat = c;
+    render();
+  });
+  poll();
   return {
     destroy() {
       stopped = true;
@@ -348,8 +697,9 @@ function homePage() {
  */
 const SUMMARY_RETRY_MS = [2000, 10000, 30000];
 
-function followSummaries(gameId, view) {
+function followSummaries(gameId, view, opts = {}) {
   const path = `/api/games/${encodeURIComponent(gameId)}`;
+  const finished = Boolean(opts.finished); // a replay: nothing changes any more
   let all = [];
   let at = null; // {day, phase} the page shows; null until the first message
   let busy = false;
@@ -381,6 +731,7 @@ function followSummaries(gameId, view) {
       const game = await getJSON(path);
       if (!stopped) {
         all = game && Array.isArray(game.summaries) ? game.summaries : [];
+        if (game && view.setGame) view.setGame(game);
         show();
       }
     } catch {
@@ -398,15 +749,24 @@ function followSummaries(gameId, view) {
     }
   }
 
-  refresh();
+  if (opts.initial) {
+    // the page fetched the summary already
+    all = Array.isArray(opts.initial.summaries) ? opts.initial.summaries : [];
+    if (view.setGame) view.setGame(opts.initial);
+  } else {
+    refresh();
+  }
   return {
-    refresh,
+    refresh() {
+      if (!finished) refresh();
+    },
     /** The page moved to (day, phase). */
     phase(day, phase) {
       const first = at === null;
       at = { day: Number(day) || 0, phase };
       retries = 0;
       show();
+      if (finished) return;
       if (!first) refresh(); // the first one is the page opening: fetched already
       else if (!busy) maybeRetry();
     },
@@ -430,6 +790,10 @@ function connectGame(path, view, extra = {}) {
   const socket = new GameSocket(path, {
     onHello: (msg) => extra.onHello && extra.onHello(msg),
     onUpdate: (events, state) => {
+      if (extra.onEvents && extra.onEvents(events, state) === false) {
+        if (state && state.phase === "ended") socket.finished = true;
+        return; // the page shows an earlier moment (a replay of a live game)
+      }
       view.update(events, state);
       if (state) {
         if (state.phase === "ended") socket.finished = true;
@@ -445,6 +809,7 @@ function connectGame(path, view, extra = {}) {
     onError: (msg) => view.serverError ? view.serverError(msg) : null,
     onOther: (msg) => {
       if (msg.type === "summary" && summaries) summaries.refresh();
+      if (msg.type === "thinking" && extra.onThinking) extra.onThinking(msg);
     },
     onStatus: (status, detail) => {
       view.setConnection(status, detail);
@@ -459,14 +824,20 @@ function connectGame(path, view, extra = {}) {
   return socket;
 }
 
-// ---- watch ------------------------------------------------------------------------
+// ---- watch: live games and replays in one viewer ---------------------------------------
 
-function watchPage(gameId, viewer) {
+/**
+ * A game page for spectators. A live game streams (its socket), and the replay
+ * bar lets the viewer jump back and return to live; a finished game loads its
+ * replay (GET /api/games/{id}/replay?viewer=...) and opens at the start, or
+ * at `atVersion` (a moment link), with spoilers hidden.
+ */
+function watchPage(gameId, viewer, atVersion) {
   document.title = "Watching · ToSSim";
   const select = h("select", { id: "viewer", testid: "viewer-select", "aria-label": "Point of view" });
-  const options = (roster) => [
+  const options = (roster, finished) => [
     { value: "public", label: "Public view" },
-    { value: "omniscient", label: "Omniscient (all roles)" },
+    { value: "omniscient", label: finished ? "Omniscient (all roles)" : "Omniscient (all roles, AI thinking)" },
     ...roster.map((p) => ({ value: String(p.slot), label: `As ${p.slot}. ${p.name}` })),
   ];
   syncSelect(select, options([]));
@@ -478,49 +849,195 @@ function watchPage(gameId, viewer) {
   };
   ensureOption();
   select.addEventListener("change", () => {
-    location.hash = `#/watch/${encodeURIComponent(gameId)}?viewer=${encodeURIComponent(select.value)}`;
+    const v = hook.replay && !hook.replay.atLive ? `&v=${currentVersion()}` : "";
+    location.hash = `#/watch/${enc(gameId)}?viewer=${enc(select.value)}${v}`;
   });
   const toolbar = h("div", { class: "toolbar" },
-    h("label", { for: "viewer", class: "small muted" }, "View"), select,
-    h("a", { href: "#/", class: "button ghost small-btn" }, "All games"));
+    h("label", { for: "viewer", class: "small muted" }, "View"), select);
 
   const notice = h("div", { class: "notice", testid: "watch-notice", role: "status", hidden: true });
-  const body = h("div");
-  setChildren(root, h("div", { class: "watch-page", testid: "watch-page" }, notice, body));
+  const endPanel = h("div", { class: "panel end-panel", testid: "end-panel", hidden: true });
+  const barSlot = h("div", { class: "bar-slot" });
+  const body = h("div", { class: "game-slot" });
+  const thinkingSlot = h("div", { class: "thinking-slot" });
+  setChildren(root, h("div", { class: "watch-page", testid: "watch-page" }, notice, endPanel, barSlot, body, thinkingSlot));
   const view = new GameView(body, { mode: "watch", send: () => false, toolbar });
-  const summaries = followSummaries(gameId, view);
+  hook.view = view;
+  let summaries = null; // followSummaries, once the game's summary is here
+  const viewerSlot = /^\d+$/.test(viewer) ? Number(viewer) : null;
+  const thinking = viewer === "omniscient" ? new ThinkingPanel(thinkingSlot) : null;
 
+  let events = []; // every event of this view so far, in order
+  let liveState = null;
+  let replayData = null;
+  let socket = null;
+  let bar = null;
+  let stopped = false;
   let rosterSig = "";
-  const socket = connectGame(
-    `/ws/games/${encodeURIComponent(gameId)}/watch?viewer=${encodeURIComponent(viewer)}`, view, {
-      summaries,
-      onState: (state) => {
-        const sig = (state.roster || []).map((p) => p.name).join("|");
-        if (sig !== rosterSig) {
-          rosterSig = sig;
-          syncSelect(select, options(state.roster || []));
-          ensureOption();
-        }
-      },
-      onStatus: (status, detail) => {
-        if (status === "closed") {
-          const forbidden = /4403/.test(detail || "");
-          setChildren(notice,
-            forbidden
-              ? "This point of view is not available while the game is live and has a human seat. "
-              : `Cannot watch this game (${detail}). `,
-            viewer !== "public" ? h("a", { href: `#/watch/${encodeURIComponent(gameId)}?viewer=public` }, "Watch the public view") : null);
-          notice.hidden = false;
-        }
-      },
+  const currentVersion = () => {
+    const e = events[(bar ? bar.n : events.length) - 1];
+    return e ? e.v : 0;
+  };
+  const momentLink = (v) => `#/watch/${enc(gameId)}?viewer=${enc(viewer)}&v=${v}`;
+
+  const show = (n, { spoilers, live }) => {
+    if (live && liveState) {
+      view.showEvents(events, liveState);
+      view.setConnection(liveState.phase === "ended" ? "ended" : "live", "");
+    } else {
+      const state = derive(events, n, { spoilers, viewerSlot });
+      view.showEvents(events.slice(0, n), state);
+      view.setConnection(socket && !socket.finished ? "history" : "replay", "");
+      // a replay shows the summaries of the days that ended before this moment
+      if (summaries && !socket) summaries.phase(state.day, state.phase);
+    }
+    if (thinking) thinking.showUntil(live ? null : events[n - 1] || null);
+  };
+  const makeBar = (live) => {
+    bar = new ReplayBar({
+      live,
+      onSeek: show,
+      momentLink,
+      fileName: `tossim-${shortId(gameId)}-${viewer}.json`,
+      exportData: () => replayData || { format: 1, viewer, game_id: gameId, events },
     });
+    hook.replay = bar;
+    barSlot.classList.toggle("live", live); // a live game comes first on a phone
+    setChildren(barSlot, bar.el);
+  };
+
+  const showEnd = (summary) => {
+    const mine = loadSeat(gameId);
+    // no result here: it would spoil the replay (the result banner shows it at the end)
+    setChildren(endPanel,
+      h("strong", null, "This game is over. "),
+      h("span", { class: "muted" }, "Replay it below, or play another."),
+      h("div", { class: "button-row" },
+        playAgainButton(summary),
+        h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
+        mine ? h("a", { class: "button ghost", href: `#/play/${enc(gameId)}` }, "Your seat") : null));
+    endPanel.hidden = false;
+  };
+
+  const startReplay = async (summary) => {
+    try {
+      replayData = await getJSON(`/api/games/${enc(gameId)}/replay?viewer=${enc(viewer)}`);
+    } catch (err) {
+      setChildren(notice, `Cannot load this replay (${errorText(err)}). `,
+        viewer !== "public" ? h("a", { href: `#/watch/${enc(gameId)}?viewer=public` }, "Public view") : null);
+      notice.hidden = false;
+      return;
+    }
+    if (stopped) return;
+    events = replayData.events || [];
+    const names = (summary && summary.names) || [];
+    syncSelect(select, options(names.map((name, i) => ({ slot: i + 1, name })), true));
+    ensureOption();
+    makeBar(false);
+    bar.setEvents(events);
+    if (thinking) thinking.load(gameId, true);
+    if (atVersion !== null) bar.seekVersion(atVersion);
+    else bar.seek(0);
+    if (summary) showEnd(summary);
+  };
+
+  const startLive = () => {
+    makeBar(true);
+    if (thinking) thinking.load(gameId, false);
+    socket = connectGame(
+      `/ws/games/${enc(gameId)}/watch?viewer=${enc(viewer)}`, view, {
+        summaries,
+        onEvents: (fresh, state) => {
+          events = events.concat(fresh).filter((e, i, all) => i === 0 || all[i - 1].v !== e.v);
+          if (state) liveState = state;
+          const atLive = bar.atLive;
+          bar.setEvents(events);
+          if (atVersion !== null && fresh.length) {
+            const v = atVersion;
+            atVersion = null;
+            bar.seekVersion(v);
+            return false;
+          }
+          if (state && state.phase === "ended") {
+            getJSON(`/api/games/${enc(gameId)}`).then((s) => !stopped && showEnd(s)).catch(() => {});
+          }
+          return atLive;
+        },
+        onThinking: (msg) => thinking && thinking.add(msg),
+        onState: (state) => {
+          const sig = (state.roster || []).map((p) => p.name).join("|");
+          if (sig !== rosterSig) {
+            rosterSig = sig;
+            syncSelect(select, options(state.roster || [], false));
+            ensureOption();
+          }
+        },
+        onStatus: (status, detail) => {
+          if (status === "closed") {
+            const forbidden = /4403/.test(detail || "");
+            setChildren(notice,
+              forbidden
+                ? "This point of view is not available while the game is live and has a human seat. "
+                : `Cannot watch this game (${detail}). `,
+              viewer !== "public" ? h("a", { href: `#/watch/${enc(gameId)}?viewer=public` }, "Watch the public view") : null);
+            notice.hidden = false;
+          }
+        },
+      });
+  };
+
+  getJSON(`/api/games/${enc(gameId)}`).then((summary) => {
+    if (stopped) return;
+    if (summary.status === "lobby") {
+      location.hash = `#/lobby/${enc(gameId)}`;
+      return;
+    }
+    summaries = followSummaries(gameId, view, { initial: summary, finished: summary.status === "finished" });
+    if (summary.status === "finished") startReplay(summary);
+    else startLive();
+  }).catch((err) => {
+    setChildren(notice, `Cannot open this game: ${errorText(err)}. `, h("a", { href: "#/" }, "Home"));
+    notice.hidden = false;
+  });
+
   return {
     destroy() {
-      summaries.stop();
-      socket.close();
+      stopped = true;
+      if (summaries) summaries.stop();
+      if (socket) socket.close();
+      if (bar) bar.destroy();
+      if (thinking) thinking.destroy();
       view.destroy();
     },
   };
+}
+
+/** "Play again": a new lobby with the same mode, players, speed and seats, a new seed. */
+function playAgainButton(summary) {
+  if (!summary || !summary.mode) return null;
+  const btn = h("button", {
+    type: "button", class: "primary", testid: "play-again",
+    onclick: async () => {
+      btn.disabled = true;
+      const seats = seatsOf(summary).map((s) => (s.kind === "human" ? { slot: s.slot, kind: "human" }
+        : s.model ? { slot: s.slot, kind: "ai", model: s.model } : { slot: s.slot, kind: "ai", backend: s.backend || "scripted" }));
+      const humans = seats.some((s) => s.kind === "human");
+      const body = { mode: summary.mode, players: summary.players, speed: summary.speed || "standard", seats };
+      if (humans) body.name = playerName();
+      try {
+        const lobby = await createLobby(body);
+        if (humans) location.hash = `#/lobby/${enc(lobby.id)}`;
+        else {
+          await startLobby(lobby.id);
+          location.hash = `#/watch/${enc(lobby.id)}?viewer=omniscient`;
+        }
+      } catch (err) {
+        btn.disabled = false;
+        setText(btn, `Play again (failed: ${errorText(err)})`);
+      }
+    },
+  }, "Play again");
+  return btn;
 }
 
 // ---- play -------------------------------------------------------------------------
@@ -528,96 +1045,88 @@ function watchPage(gameId, viewer) {
 function playPage(gameId) {
   document.title = "Playing · ToSSim";
   const seat = loadSeat(gameId);
-  if (!seat || !seat.token) {
+  if (!seat) {
     setChildren(root, h("section", { class: "panel narrow", testid: "no-seat" },
-      h("h2", null, "No seat in this tab"),
-      h("p", null, "This browser tab has not joined this game. Seats are kept per tab; join from a lobby, or watch instead."),
-      h("p", null,
-        h("a", { class: "button primary", href: `#/watch/${encodeURIComponent(gameId)}?viewer=public` }, "Watch"), " ",
+      h("h2", null, "No seat in this browser"),
+      h("p", null, "This browser has not joined this game (or left its seat). Join from its lobby, or watch instead."),
+      h("p", { class: "button-row" },
+        h("a", { class: "button primary", href: `#/watch/${enc(gameId)}?viewer=public` }, "Watch"),
         h("a", { class: "button", href: "#/" }, "Home"))));
     return null;
   }
 
-  const lobbyPanel = h("section", { class: "panel lobby-wait", testid: "lobby-wait", hidden: true });
+  const endPanel = h("div", { class: "panel end-panel", testid: "end-panel", hidden: true });
+  const leave = h("button", { type: "button", class: "ghost small-btn", testid: "leave-seat" }, "Leave seat");
+  leave.addEventListener("click", () => {
+    if (leave.dataset.armed !== "1") {
+      leave.dataset.armed = "1";
+      setText(leave, "Click again to leave");
+      return;
+    }
+    forgetSeat(gameId);
+    location.hash = `#/watch/${enc(gameId)}?viewer=public`;
+  });
+  const toolbar = h("div", { class: "toolbar" }, leave);
   const body = h("div");
-  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, lobbyPanel, body));
-  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd) });
+  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, body));
+  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar });
   view.setConnection("connecting", "");
-
   let socket = null;
   let summaries = null;
-  let pollTimer = null;
   let stopped = false;
+  let ended = false;
+
   const connect = () => {
-    if (socket || stopped) return;
-    lobbyPanel.hidden = true;
-    body.hidden = false;
-    summaries = followSummaries(gameId, view); // from the start: a lobby has none
-    socket = connectGame(`/ws/games/${encodeURIComponent(gameId)}?token=${encodeURIComponent(seat.token)}`, view, {
+    summaries = followSummaries(gameId, view);
+    // the seat token goes in the socket's URL today (docs/api.md)
+    socket = connectGame(`/ws/games/${enc(gameId)}?token=${enc(seat.token)}`, view, {
       summaries,
+      onState: (state) => {
+        if (state.phase === "ended" && !ended) {
+          ended = true;
+          getJSON(`/api/games/${enc(gameId)}`).then((s) => {
+            if (stopped) return;
+            setChildren(endPanel,
+              h("strong", null, "Game over. "), h("span", null, `${resultText(s.result)} `),
+              h("div", { class: "button-row" },
+                playAgainButton(s),
+                h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
+                h("a", { class: "button ghost", href: `#/watch/${enc(gameId)}?viewer=omniscient`, testid: "open-replay" }, "Replay with all roles")));
+            endPanel.hidden = false;
+          }).catch(() => {});
+        }
+      },
       onStatus: (status, detail) => {
         if (status === "closed") view.showError(`Disconnected: ${detail}. Your seat token may be invalid.`);
       },
     });
   };
-
-  const startButton = h("button", {
-    type: "button", class: "primary", testid: "start-game",
-    onclick: async () => {
-      startButton.disabled = true;
-      try {
-        await startLobby(seat.lobby_id);
-        connect();
-      } catch (err) {
-        setText(waitError, `Could not start: ${errorText(err)}`);
-        waitError.hidden = false;
-        startButton.disabled = false;
-      }
-    },
-  }, "Start game");
-  const waitError = h("p", { class: "error", role: "alert", hidden: true });
-  const waitSeats = h("ul", { class: "seat-list", testid: "lobby-seats" });
-
-  const pollLobby = async () => {
-    if (stopped || socket) return;
-    let lobby;
-    try {
-      lobby = await getJSON(`/api/lobbies/${encodeURIComponent(seat.lobby_id)}`);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 404) return connect(); // gone: started
-      pollTimer = setTimeout(pollLobby, 3000);
-      return;
-    }
+  getJSON(`/api/games/${enc(gameId)}`).then((s) => {
     if (stopped) return;
-    if (!lobbyIsOpen(lobby)) return connect();
-    const humansList = humanSeats(lobby);
-    setChildren(waitSeats, humansList.map((s) =>
-      h("li", null, `Seat ${s.slot}: `, isClaimed(s) ? s.name || "taken" : h("span", { class: "muted" }, "free"),
-        s.slot === seat.slot ? h("span", { class: "tag you-tag" }, "you") : null)));
-    setChildren(lobbyPanel,
-      h("h2", null, "Waiting for the game to start"),
-      h("p", null, `You are ${seat.name}, seat ${seat.slot}. ${summaryLine(lobby)}.`),
-      h("p", { class: "hint" },
-        `Other people join lobby ${shortId(lobby.id)} from the home page. `,
-        "Unclaimed human seats are played by scripted bots once the game starts."),
-      waitSeats, startButton, waitError);
-    lobbyPanel.hidden = false;
-    pollTimer = setTimeout(pollLobby, 2000);
-  };
-
-  if (seat.lobby_id) {
-    body.hidden = true; // until the game starts
-    pollLobby();
-  }
-  else connect();
+    if (s.status === "lobby") location.hash = `#/lobby/${enc(gameId)}`;
+    else connect();
+  }).catch(() => !stopped && connect());
 
   return {
     destroy() {
       stopped = true;
-      clearTimeout(pollTimer);
       if (summaries) summaries.stop();
       if (socket) socket.close();
       view.destroy();
     },
   };
 }
+
+// ---- rules and roles --------------------------------------------------------------------
+
+function docPage(name) {
+  document.title = `${name === "rules" ? "Rules" : "Roles"} · ToSSim`;
+  const body = h("article", { class: "panel doc", testid: `doc-${name}` }, h("p", { class: "muted" }, "Loading…"));
+  setChildren(root, body);
+  fetch(`/api/docs/${name}`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`${r.status}`))))
+    .then((text) => setChildren(body, renderMarkdown(text)))
+    .catch((err) => setChildren(body, h("p", { class: "error" }, `Cannot load the ${name} (${err.message}).`)));
+  return null;
+}
+
+route();

@@ -132,6 +132,8 @@ export class GameView {
     this.unread = 0;
     this.errorTimer = null;
     this.pendingChat = null;
+    this.seats = new Map(); // slot -> the game summary's seat (kind, backend/model)
+    this.speed = "";
     this.build(opts.toolbar);
     this.tick = setInterval(() => this.updateCountdown(), 250);
   }
@@ -177,9 +179,13 @@ export class GameView {
     }, h("h3", { id: "summaries-h" }, "Earlier days"), this.summaryList);
     this.summarySig = "";
 
+    this.roleListEl = h("p", { class: "small role-list", testid: "role-list" });
+    this.roleListPanel = h("details", { class: "panel role-list-panel", testid: "role-list-panel", hidden: true },
+      h("summary", null, "Roles in this game"), this.roleListEl);
     const left = h("aside", { class: "col col-left" },
       h("section", { class: "panel", "aria-labelledby": "roster-h" },
         h("h3", { id: "roster-h" }, "Players"), this.rosterEl),
+      this.roleListPanel,
       play ? graveyard : null,
       this.summaryPanel);
 
@@ -363,9 +369,34 @@ export class GameView {
       reconnecting: "Reconnecting…",
       closed: "Disconnected",
       ended: "Game over",
+      history: "Earlier moment (live game)",
+      replay: "Replay",
     };
+    // "● Live" only while the game runs
+    if (status === "live" && this.state && this.state.phase === "ended") status = "ended";
     setText(this.connEl, detail && status !== "live" ? `${labels[status] || status} — ${detail}` : labels[status] || status);
     this.connEl.dataset.status = status;
+  }
+
+  /** The game summary (GET /api/games/{id}): seat kinds for the player list, the speed. */
+  setGame(summary) {
+    this.seats = new Map((summary.seats || []).map((s) => [Number(s.slot), s]));
+    this.speed = summary.speed || "";
+    if (this.state) this.renderRoster(this.state);
+    this.updateCountdown();
+  }
+
+  /** Show exactly these events and this state (a replay's moment, or back to live). */
+  showEvents(events, state) {
+    this.logEl.replaceChildren();
+    this.lastV = 0;
+    this.state = null;
+    this.roleSignature = "";
+    this.graveSignature = "";
+    this.addEvents(events);
+    this.scrollToEnd();
+    if (state) this.applyState(state);
+    else setText(this.phaseEl, "Before the game");
   }
 
   /** One "events" message: names first (the log shows them), then the log, then the rest. */
@@ -378,6 +409,7 @@ export class GameView {
   applyState(state) {
     this.state = state;
     this.names = new Map((state.roster || []).map((p) => [p.slot, p.name]));
+    if (state.phase === "ended" && this.connEl.dataset.status === "live") this.setConnection("ended", "");
     setText(this.phaseEl, phaseTitle(state));
     this.phaseEl.dataset.phase = state.phase;
     this.root.querySelector(".game").dataset.phase = state.phase === "night" ? "night" : state.phase === "ended" ? "ended" : "day";
@@ -410,7 +442,14 @@ export class GameView {
   updateCountdown() {
     const deadline = this.state && this.state.deadline;
     if (!deadline || this.state.phase === "ended") {
-      this.countdownEl.hidden = true;
+      const untimed = this.state && this.state.phase !== "ended" && ["fast", "paced"].includes(this.speed)
+        && this.connEl.dataset.status === "live";
+      this.countdownEl.hidden = !untimed;
+      if (untimed) {
+        setText(this.countdownEl, "AI pace");
+        this.countdownEl.classList.remove("urgent");
+        this.countdownEl.setAttribute("aria-label", "No timer: the phase ends when every AI seat has acted");
+      }
       return;
     }
     const left = deadline - Date.now() / 1000;
@@ -475,6 +514,12 @@ export class GameView {
       if (you && p.slot === you.slot) {
         tags.push(h("span", { class: "tag you-tag" }, this.mode === "play" ? "you" : "viewing"));
       }
+      const seat = this.seats.get(p.slot);
+      if (seat && (seat.kind === "ai" || !seat.claimed)) {
+        // an AI seat, or a human seat nobody took (a scripted bot plays it)
+        tags.push(h("span", { class: "tag ai", testid: `seat-kind-${p.slot}`, title: "An AI plays this seat" },
+          `AI · ${seat.kind === "ai" ? seat.model || seat.backend || "scripted" : "scripted"}`));
+      }
       if (p.revealed_mayor) tags.push(h("span", { class: "tag mayor" }, "Mayor"));
       if (you && you.target === p.slot) tags.push(h("span", { class: "tag target" }, "target"));
       if (mates.has(p.slot)) tags.push(h("span", { class: "tag mafia" }, "Mafia"));
@@ -535,7 +580,8 @@ export class GameView {
       this.roleCardEl.hidden = true;
       return;
     }
-    const signature = JSON.stringify([you.role, you.alive, you.jailed, you.target, you.teammates, you.uses, you.prisoner, this.names.size]);
+    const alive = new Map(((this.state && this.state.roster) || []).map((p) => [p.slot, p.alive]));
+    const signature = JSON.stringify([you.role, you.alive, you.jailed, you.target, you.teammates, you.uses, you.prisoner, this.names.size, [...alive]]);
     this.roleCardEl.hidden = false;
     if (signature === this.roleSignature) return;
     this.roleSignature = signature;
@@ -543,7 +589,9 @@ export class GameView {
     this.roleCardEl.dataset.faction = faction;
     const extras = [];
     if (you.target !== undefined && you.target !== null) extras.push(`Your target: ${this.name(you.target)}`);
-    if (you.teammates && you.teammates.length) extras.push(`Mafia: ${you.teammates.map((s) => this.name(s)).join(", ")}`);
+    if (you.teammates && you.teammates.length) {
+      extras.push(`Mafia: ${you.teammates.map((s) => `${this.name(s)}${alive.get(s) === false ? " (dead)" : ""}`).join(", ")}`);
+    }
     for (const [k, v] of Object.entries(you.uses || {})) extras.push(`${capitalize(k.replace(/_/g, " "))} left: ${v}`);
     if (you.prisoner) extras.push(`Prisoner tonight: ${this.name(you.prisoner)}`);
     setChildren(this.roleCardEl,
@@ -758,6 +806,10 @@ export class GameView {
     const frag = document.createDocumentFragment();
     const late = [];
     for (const e of events) {
+      if (e.key === "game.start" && e.data && Array.isArray(e.data.role_list) && e.data.role_list.length) {
+        setText(this.roleListEl, e.data.role_list.map((k) => String(k).replace(/_/g, " ").replace(/\b\w/g, (c) => c.toUpperCase())).join(", "));
+        this.roleListPanel.hidden = false;
+      }
       this.noteOwnEvent(e);
       const row = this.renderEvent(e);
       if (typeof e.v === "number" && e.v < this.lastV) late.push(row);

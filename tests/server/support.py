@@ -227,13 +227,23 @@ def finished(msg: dict[str, Any]) -> bool:
 # --- HTTP helpers --------------------------------------------------------------------
 
 
+# game id -> its lobby's owner token (POST /api/lobbies shows it once)
+OWNER_TOKENS: dict[str, str] = {}
+
+
+def owner(game_id: str) -> dict[str, str]:
+    """The headers that authorise the lobby owner's requests (start, settings)."""
+    return {"Authorization": f"Bearer {OWNER_TOKENS[game_id]}"}
+
+
 async def create_game(client: httpx.AsyncClient, *, start: bool = True,
                       **body: Any) -> str:
     r = await client.post("/api/lobbies", json=body)
     assert r.status_code == 201, r.text
     game_id: str = r.json()["id"]
+    OWNER_TOKENS[game_id] = r.json()["owner_token"]
     if start:
-        r = await client.post(f"/api/lobbies/{game_id}/start")
+        r = await client.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
         assert r.status_code == 200, r.text
     return game_id
 
@@ -346,7 +356,7 @@ async def human_game(server: Server, *, players: int = 7, slot: int = 1,
     game_id = await create_game(c, start=False, **body)
     r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
     assert r.status_code == 200, r.text
-    r2 = await c.post(f"/api/lobbies/{game_id}/start")
+    r2 = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
     assert r2.status_code == 200, r2.text
     return game_id, str(r.json()["token"])
 

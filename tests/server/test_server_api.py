@@ -16,7 +16,7 @@ from tossim.engine.view import project_event, visible_events
 from tossim.replay import LOG_FORMAT, event_lines, rerun
 from tossim.server.service import token_hash
 
-from .support import Server, ServerFactory, create_game, is_finished, wait_game
+from .support import Server, ServerFactory, create_game, is_finished, owner, wait_game
 
 
 async def test_health(server: Server) -> None:
@@ -90,6 +90,9 @@ async def test_create_lobby_and_validation(server: Server) -> None:
     assert seats[3]["persona"] == "rational"
     assert all(s["kind"] == "ai" for i, s in enumerate(seats) if i != 1)
 
+    # the owner token is in the creation answer only
+    owner_token = lobby.pop("owner_token")
+    assert len(owner_token) >= 32 and "seat" not in lobby
     r = await c.get(f"/api/lobbies/{lobby['id']}")
     assert r.status_code == 200 and r.json() == lobby
     listed = (await c.get("/api/lobbies")).json()
@@ -142,10 +145,11 @@ async def test_join_and_start(server: Server) -> None:
     seat = await server.store.seat_for_token(game_id, token_hash(token))
     assert seat is not None and seat.slot == 1
 
-    r = await c.post(f"/api/lobbies/{game_id}/start")
+    r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
     assert r.status_code == 200, r.text
     assert r.json()["status"] == "live"
-    assert (await c.post(f"/api/lobbies/{game_id}/start")).status_code == 409
+    r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r.status_code == 409, r.text
     assert (await c.post(join, json={"name": "Late"})).status_code == 409
     summary = (await c.get(f"/api/games/{game_id}")).json()
     assert summary["status"] == "live"
@@ -164,7 +168,8 @@ async def test_list_games_and_summary_with_graveyard(server: Server) -> None:
     done_id = await create_game(c, players=15, speed="fast", seed=11)
     live_id = await create_game(c, start=False, players=7, seats=[{"slot": 7, "kind": "human"}])
     assert (await c.post(f"/api/lobbies/{live_id}/join", json={"name": "Hu"})).status_code == 200
-    assert (await c.post(f"/api/lobbies/{live_id}/start")).status_code == 200
+    r = await c.post(f"/api/lobbies/{live_id}/start", headers=owner(live_id))
+    assert r.status_code == 200, r.text
     summary = await wait_game(c, done_id, is_finished)
 
     live = (await c.get("/api/games", params={"status": "live"})).json()
@@ -210,7 +215,8 @@ async def test_replay_views_and_access(server_factory: ServerFactory) -> None:
     c = server.client
     human_id = await create_game(c, start=False, players=7, seats=[{"slot": 3, "kind": "human"}])
     assert (await c.post(f"/api/lobbies/{human_id}/join", json={"name": "H"})).status_code == 200
-    assert (await c.post(f"/api/lobbies/{human_id}/start")).status_code == 200
+    r = await c.post(f"/api/lobbies/{human_id}/start", headers=owner(human_id))
+    assert r.status_code == 200, r.text
     paced_id = await create_game(c, players=7, speed="paced", seed=4)
     fast_id = await create_game(c, players=7, speed="fast", seed=4)
     await wait_game(c, fast_id, is_finished)

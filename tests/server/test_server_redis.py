@@ -16,7 +16,7 @@ from tossim.engine.view import project_event, visible_events
 from tossim.replay import rerun
 from tossim.store import Store
 
-from .support import ServeProcess, create_game, finished, is_finished, wait_game
+from .support import ServeProcess, create_game, finished, is_finished, owner, wait_game
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -73,7 +73,7 @@ async def test_seat_on_another_process_plays(
     r = await b.client.post(f"/api/lobbies/{game_id}/join", json={"name": "Remote"})
     assert r.status_code == 200, r.text
     token = r.json()["token"]
-    r = await a.client.post(f"/api/lobbies/{game_id}/start")
+    r = await a.client.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
     assert r.status_code == 200, r.text
     assert (await a.client.get("/api/health")).json()["live_games"] == 1
 

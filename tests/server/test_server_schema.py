@@ -74,11 +74,14 @@ def _games(base: str) -> list[str]:
     with httpx.Client(base_url=base, timeout=WAIT) as c:
         human = [{"slot": 2, "kind": "human"}]
         lobby = c.post("/api/lobbies", json={"players": 7, "seats": human}).json()["id"]
-        fast = c.post("/api/lobbies", json={"players": 7, "speed": "fast"}).json()["id"]
-        live = c.post("/api/lobbies", json={"players": 7, "seats": human}).json()["id"]
-        assert c.post(f"/api/lobbies/{fast}/start").status_code == 200
+        fast_lobby = c.post("/api/lobbies", json={"players": 7, "speed": "fast"}).json()
+        live_lobby = c.post("/api/lobbies", json={"players": 7, "seats": human}).json()
+        fast, live = fast_lobby["id"], live_lobby["id"]
+        assert c.post(f"/api/lobbies/{fast}/start", headers={
+            "Authorization": f"Bearer {fast_lobby['owner_token']}"}).status_code == 200
         assert c.post(f"/api/lobbies/{live}/join", json={"name": "H"}).status_code == 200
-        assert c.post(f"/api/lobbies/{live}/start").status_code == 200
+        assert c.post(f"/api/lobbies/{live}/start", headers={
+            "Authorization": f"Bearer {live_lobby['owner_token']}"}).status_code == 200
         deadline = time.monotonic() + WAIT
         while c.get(f"/api/games/{fast}").json()["status"] != "finished":
             assert time.monotonic() < deadline

@@ -124,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                               "protocol.")
     app.include_router(health.router)
     app.include_router(lobbies.router)
+    app.include_router(lobbies.modes_router)
     app.include_router(games.router)
     app.include_router(arenas.router)
     app.include_router(ws_router)

@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from tossim.engine import Game, GameConfig
-from tossim.engine.modes import MODES, RULESET_VERSION
+from tossim.engine import Game, GameConfig, role_lists
+from tossim.engine.modes import DURATIONS, MODES, RULESET_VERSION
 from tossim.engine.role_lists import RoleListError
+from tossim.engine.roles import ROLES
 from tossim.engine.rules import ConfigError, make_config
 from tossim.engine.view import (
     OMNISCIENT_VIEWER,
@@ -24,11 +25,21 @@ from tossim.engine.view import (
 )
 from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
-from tossim.server.runner import AI_BACKENDS, ActorHub
+from tossim.server.runner import AI_BACKENDS, SPEED_SCALE, ActorHub
 from tossim.server.settings import Settings
 from tossim.store import ConflictError, GameRow, SeatRow, Store
 
 MAX_NAME = 24
+
+# Speeds a lobby may choose. Timed speeds run on real phase timers (the
+# standard lengths times SPEED_SCALE); the others are for all-AI games only.
+TIMED_SPEEDS = ("standard", "quick")
+SPEEDS: dict[str, str] = {
+    "standard": "Standard: real Town of Salem phase lengths",
+    "quick": "Quick: half-length phases, still playable by people",
+    "fast": "Fast: all-AI only, a phase ends as soon as every seat acted",
+    "paced": "Paced: all-AI only, a short pause after each decision (easy to watch)",
+}
 
 
 class ServiceError(Exception):
@@ -51,16 +62,31 @@ class SeatSpec(BaseModel):
     protocol: Literal["xml", "json"] = "xml"
 
 
+def _clean_name(v: str) -> str:
+    v = " ".join(v.split())
+    if not v or not v.isprintable() or "<" in v or ">" in v:
+        raise ValueError("a name is 1-24 printable characters without < or >")
+    return v
+
+
 class LobbyIn(BaseModel):
     mode: str = "classic"
     players: int = Field(default=15, ge=7, le=15)
-    speed: Literal["standard", "fast", "paced"] = "standard"
+    speed: Literal["standard", "quick", "fast", "paced"] = "standard"
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     seats: list[SeatSpec] = Field(default_factory=list, max_length=15)
     # A custom role list (mode "custom"): slots such as "Jailor",
     # "Town Investigative", "Random Mafia", "Any"; `players` defaults to its length.
     roles: list[Annotated[str, Field(min_length=1, max_length=40)]] | None = Field(
         default=None, min_length=1, max_length=15)
+    # the creator's name: given, the creator also claims the first human seat
+    # in the same request (so a refused name leaves no lobby behind)
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str | None) -> str | None:
+        return None if v is None else _clean_name(v)
 
     @field_validator("mode")
     @classmethod
@@ -91,10 +117,14 @@ class JoinIn(BaseModel):
     @field_validator("name")
     @classmethod
     def _printable(cls, v: str) -> str:
-        v = " ".join(v.split())
-        if not v or not v.isprintable() or "<" in v or ">" in v:
-            raise ValueError("a name is 1-24 printable characters without < or >")
-        return v
+        return _clean_name(v)
+
+
+class LobbySettingsIn(BaseModel):
+    """What a lobby's owner may change before the start: the speed and the
+    seats nobody has claimed (human or AI, and which AI)."""
+    speed: Literal["standard", "quick", "fast", "paced"] | None = None
+    seats: list[SeatSpec] = Field(default_factory=list, max_length=15)
 
 
 def token_hash(token: str) -> str:
@@ -113,6 +143,40 @@ def lobby_out(row: GameRow) -> dict[str, Any]:
             "seats": [seat_out(s) for s in row.seats]}
 
 
+def modes_out() -> dict[str, Any]:
+    """Every mode the engine deals, with its role list (GET /api/modes)."""
+    def role_name(text: str) -> str:
+        slot = role_lists.parse_slot(text)
+        if slot.kind is role_lists.SlotKind.ROLE:
+            return ROLES[slot.value].name
+        if slot.kind is role_lists.SlotKind.FACTION:
+            return f"Random {slot.value.title()}"
+        return "Any" if slot.kind is role_lists.SlotKind.ANY else slot.value
+
+    durations = DURATIONS["current"]
+    return {
+        "modes": [{"key": m.key, "name": m.name, "min_players": m.min_players,
+                   "max_players": m.max_players, "roles": list(m.slots),
+                   "custom": m.custom, "description": m.description,
+                   "role_names": [role_name(k) for k in m.slots]}
+                  for m in MODES.values()],
+        "speeds": [{"key": k, "label": v, "humans": k in TIMED_SPEEDS,
+                    "durations": ({p: round(d * SPEED_SCALE[k], 1) for p, d in durations.items()}
+                                  if k in TIMED_SPEEDS else None)}
+                   for k, v in SPEEDS.items()],
+    }
+
+
+def check_owner(row: GameRow, authorization: str | None, what: str) -> None:
+    """Refuse (403) unless `authorization` is `Bearer <the lobby's owner token>`."""
+    stored = row.lobby.get("owner_hash")
+    token = ""
+    if authorization and authorization[:7].lower() == "bearer ":
+        token = authorization[7:].strip()
+    if not stored or not token or not secrets.compare_digest(token_hash(token), stored):
+        raise ServiceError(403, f"only the lobby's owner can {what}")
+
+
 def all_ai(row: GameRow) -> bool:
     return not any(s.kind == "human" and s.claimed for s in row.seats)
 
@@ -126,21 +190,17 @@ def backend_unavailable(backend: str, settings: Settings) -> str | None:
     return unavailable_reason(backend, settings.openai_url)
 
 
-async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
-                       settings: Settings | None = None,
-                       game_id: str | None = None) -> GameRow:
-    """A new lobby. `game_id` (default: a fresh one) lets a caller that
-    planned the game in advance (an arena) find it again after a restart."""
-    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
-    config = lobby_config(spec, seed)
-    slots = [s.slot for s in spec.seats]
-    if len(set(slots)) != len(slots) or any(s > config.players for s in slots):
-        raise ServiceError(422, f"seat numbers must be unique and within 1-{config.players}",
+def check_seats(seats: list[SeatSpec], players: int, speed: str,
+                settings: Settings | None) -> None:
+    """Refuse (422) seat specs this server cannot play; nothing is stored before."""
+    slots = [s.slot for s in seats]
+    if len(set(slots)) != len(slots) or any(s > players for s in slots):
+        raise ServiceError(422, f"seat numbers must be unique and within 1-{players}",
                            ("body", "seats"))
-    humans = [s for s in spec.seats if s.kind == "human"]
-    if humans and spec.speed != "standard":
+    humans = [s for s in seats if s.kind == "human"]
+    if humans and speed not in TIMED_SPEEDS:
         raise ServiceError(422, "fast and paced games are for AI seats only", ("body", "speed"))
-    for s in spec.seats:
+    for s in seats:
         if s.kind == "ai" and s.backend not in AI_BACKENDS:
             raise ServiceError(422, f"AI backend {s.backend!r} is not available "
                                     f"(available: {', '.join(AI_BACKENDS)})",
@@ -153,6 +213,30 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         if s.model is not None:
             raise ServiceError(422, "the server's configuration chooses the model; "
                                     "leave `model` out", ("body", "seats", "model"))
+
+
+async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
+                       settings: Settings | None = None,
+                       game_id: str | None = None) -> GameRow:
+    """Create a lobby (its owner token is dropped: for the demo, arenas and
+    tests). `game_id` (default: a fresh one) lets a caller that planned the
+    game in advance (an arena) find it again after a restart."""
+    row, _ = await open_lobby(store, spec, demo=demo, settings=settings, game_id=game_id)
+    return row
+
+
+async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
+                     settings: Settings | None = None,
+                     game_id: str | None = None) -> tuple[GameRow, dict[str, Any]]:
+    """Validate everything, then store the lobby (a refused request stores
+    nothing). Returns the lobby and what is shown to its creator once:
+    `owner_token`, and `seat` ({game_id, slot, token}) when `spec.name` is set."""
+    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    config = lobby_config(spec, seed)  # mode, players and role list, or a 422
+    check_seats(spec.seats, config.players, spec.speed, settings)
+    if spec.name is not None and not any(s.kind == "human" for s in spec.seats):
+        raise ServiceError(422, "a name claims a human seat, and this lobby has none",
+                           ("body", "name"))
     given = {s.slot: s for s in spec.seats}
     seats = []
     for slot in range(1, config.players + 1):
@@ -161,12 +245,72 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                              backend=s.backend if s.kind == "ai" else None, model=s.model,
                              persona=s.persona, protocol=s.protocol, token_hash=None,
                              claimed=False))
+    owner_token = secrets.token_urlsafe(24)
+    if spec.name is not None:  # the creator's seat, claimed with the lobby
+        first = next(s for s in seats if s.kind == "human")
+        seat_token = secrets.token_urlsafe(24)
+        first.name, first.claimed, first.token_hash = spec.name, True, token_hash(seat_token)
     game_id = game_id or uuid.uuid4().hex
-    lobby = {"speed": spec.speed, "demo": demo}
+    lobby = {"speed": spec.speed, "demo": demo, "owner_hash": token_hash(owner_token)}
     await store.create_game(game_id, config.to_dict(), lobby, seats)
     row = await store.get_game(game_id)
     assert row is not None
-    return row
+    # shown once, never stored in the clear
+    shown: dict[str, Any] = {"owner_token": owner_token}
+    if spec.name is not None:
+        shown["seat"] = {"game_id": game_id, "slot": first.slot, "token": seat_token}
+    return row, shown
+
+
+async def update_lobby(store: Store, game_id: str, body: LobbySettingsIn,
+                       authorization: str | None,
+                       settings: Settings | None = None) -> GameRow:
+    """The owner changes the speed or unclaimed seats (all checked first)."""
+    row = await get_row(store, game_id)
+    check_owner(row, authorization, "change its settings")
+    if row.status != "lobby":
+        raise ServiceError(409, "this game has already started")
+    current = {s.slot: s for s in row.seats}
+    speed = body.speed or row.lobby.get("speed", "standard")
+    for s in body.seats:
+        seat = current.get(s.slot)
+        if seat is not None and seat.claimed:
+            raise ServiceError(409, f"seat {s.slot} is taken: remove its player first",
+                               ("body", "seats"))
+    merged: dict[int, SeatSpec] = {
+        slot: SeatSpec(slot=slot, kind="human" if r.kind == "human" else "ai",
+                       backend=r.backend or "scripted", persona=r.persona,
+                       protocol="json" if r.protocol == "json" else "xml")
+        for slot, r in current.items()}
+    merged.update({s.slot: s for s in body.seats})
+    check_seats(list(merged.values()), row.config["players"], speed, settings)
+    seats = [SeatRow(slot=s.slot, name=f"Player {s.slot}", kind=s.kind,
+                     backend=s.backend if s.kind == "ai" else None, model=s.model,
+                     persona=s.persona, protocol=s.protocol) for s in body.seats]
+    if not await store.update_lobby(game_id, {**row.lobby, "speed": speed}, seats):
+        raise ServiceError(409, "this game has already started")
+    return await get_row(store, game_id)
+
+
+async def remove_seat(store: Store, game_id: str, slot: int,
+                      authorization: str | None) -> GameRow:
+    """Free a claimed human seat of a lobby: the owner removes (kicks) anyone;
+    a player may leave with their own seat token."""
+    row = await get_row(store, game_id)
+    seat = next((s for s in row.seats if s.slot == slot), None)
+    if seat is None:
+        raise ServiceError(404, f"no seat {slot}")
+    token = authorization[7:].strip() if authorization and \
+        authorization[:7].lower() == "bearer " else ""
+    own = bool(token) and seat.token_hash is not None and secrets.compare_digest(
+        token_hash(token), seat.token_hash)
+    if not own:
+        check_owner(row, authorization, "remove a player")
+    if row.status != "lobby":
+        raise ServiceError(409, "this game has already started")
+    if not await store.release_seat(game_id, slot):
+        raise ServiceError(409, f"seat {slot} is not taken")
+    return await get_row(store, game_id)
 
 
 async def get_row(store: Store, game_id: str) -> GameRow:

@@ -333,12 +333,15 @@ class Store(ArenaQueries):
             seats = await self._seats_of(conn, [game_id])
         return _game(row, seats[game_id])
 
-    async def list_games(self, status: str | None = None, limit: int = 100) -> list[GameRow]:
-        """Games, newest first, optionally only those with `status`."""
+    async def list_games(self, status: str | None = None, limit: int = 100,
+                         offset: int = 0) -> list[GameRow]:
+        """Games, newest first, optionally only those with `status`; `offset`
+        skips that many (paging)."""
         query = sa.select(T.games)
         if status is not None:
             query = query.where(T.games.c.status == status)
-        query = query.order_by(T.games.c.created_at.desc(), T.games.c.id.desc()).limit(limit)
+        query = (query.order_by(T.games.c.created_at.desc(), T.games.c.id.desc())
+                 .limit(limit).offset(offset))
         async with self._read() as conn:
             rows = (await conn.execute(query)).all()
             seats = await self._seats_of(conn, [r.id for r in rows])
@@ -383,6 +386,41 @@ class Store(ArenaQueries):
             await conn.execute(sa.update(T.games).where(T.games.c.id == game_id)
                                .values(updated_at=_now()))
             return True
+
+    async def update_lobby(self, game_id: str, lobby: dict[str, Any],
+                           seats: Sequence[SeatRow] = ()) -> bool:
+        """A lobby's settings: its `lobby` document and the unclaimed seats in
+        `seats` (kind, backend, model, persona, protocol), in one transaction.
+        False (nothing written) if the game is not a lobby any more."""
+        async with self._tx() as conn:
+            res = await conn.execute(
+                sa.update(T.games).where(T.games.c.id == game_id, T.games.c.status == "lobby")
+                .values(lobby=lobby, updated_at=_now()))
+            if res.rowcount != 1:
+                return False
+            for s in seats:
+                await conn.execute(
+                    sa.update(T.seats)
+                    .where(T.seats.c.game_id == game_id, T.seats.c.slot == s.slot,
+                           T.seats.c.claimed == sa.false())
+                    .values(kind=s.kind, backend=s.backend, model=s.model, persona=s.persona,
+                            protocol=s.protocol))
+            return True
+
+    async def release_seat(self, game_id: str, slot: int) -> bool:
+        """Free a claimed human seat of a lobby (its token stops working).
+        False if the game is not a lobby or the seat is not claimed."""
+        async with self._tx() as conn:
+            live = (await conn.execute(sa.select(T.games.c.status)
+                                       .where(T.games.c.id == game_id))).scalar()
+            if live != "lobby":
+                return False
+            res = await conn.execute(
+                sa.update(T.seats)
+                .where(T.seats.c.game_id == game_id, T.seats.c.slot == slot,
+                       T.seats.c.kind == "human", T.seats.c.claimed == sa.true())
+                .values(name=f"Player {slot}", token_hash=None, claimed=False))
+            return res.rowcount == 1
 
     async def seat_for_token(self, game_id: str, token_hash: str) -> SeatRow | None:
         async with self._read() as conn:

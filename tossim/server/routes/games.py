@@ -14,11 +14,16 @@ router = APIRouter(prefix="/api/games", tags=["games"])
 
 @router.get("")
 async def list_games(request: Request,
-                     status: Literal["live", "finished"] | None = None) -> list[dict[str, Any]]:
+                     status: Literal["live", "finished"] | None = None,
+                     limit: int = Query(100, ge=1, le=100,
+                                        description="at most this many games, newest first"),
+                     offset: int = Query(0, ge=0, le=1_000_000,
+                                         description="skip this many (paging)"),
+                     ) -> list[dict[str, Any]]:
     store = request.app.state.store
     rows = []
     for s in ([status] if status else ["live", "finished"]):
-        rows.extend(await store.list_games(status=s))
+        rows.extend(await store.list_games(status=s, limit=limit, offset=offset))
     out = []
     for r in rows:
         item = service.lobby_out(r)
