@@ -136,7 +136,7 @@ def remember(n: Night, act: Act) -> None:
         key = "mafioso"
     amnesiac.uses["remember"] -= 1
     amnesiac.role = key
-    amnesiac.uses = dict(ROLES[key].uses)
+    amnesiac.uses = ROLES[key].starting_uses(n.flags)
     amnesiac.effects["remembered"] = True
     n.msg(act.actor, "night.remembered", {"role": ROLES[key].name}, role=ROLES[key].name)
     n.announce("dawn.remembered", {"role": ROLES[key].name}, role=ROLES[key].name)
