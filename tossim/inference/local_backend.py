@@ -149,6 +149,7 @@ class LocalBackend(Backend):
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
         self._closing = False
+        self._end_states: dict[tuple[str, int], bool] = {}
 
     @property
     def label(self) -> str:
@@ -160,14 +161,17 @@ class LocalBackend(Backend):
         from outlines_core import Index
         return Index(regex, self.vocabulary)
 
-    def _guide(self, req: GenerationRequest) -> Any:
-        from outlines_core import Guide
+    def _regex(self, req: GenerationRequest) -> str | None:
         regex = req.regex
         if regex is None and req.json_schema is not None:
             import json
 
             from outlines_core.json_schema import build_regex_from_schema
             regex = build_regex_from_schema(json.dumps(req.json_schema))
+        return regex
+
+    def _guide(self, regex: str | None) -> Any:
+        from outlines_core import Guide
         return Guide(self._index(regex)) if regex is not None else None
 
     # ---- KV caches ---------------------------------------------------------------------
@@ -256,6 +260,22 @@ class LocalBackend(Backend):
                         loop.call_soon_threadsafe(_resolve, fut, None, exc)
                     batch = _Batch(self)
 
+    def _only_eos(self, guide: Any, regex: str) -> bool:
+        """Whether the guide has reached its end: a final state from which only
+        EOS may follow. A final state that still allows more text (a summary
+        after its first word, free text that may go on) is NOT an end: the row
+        keeps sampling, and EOS (allowed there) or max_tokens ends it. Cached
+        per (index, state): `get_tokens` lists the whole vocabulary in free text."""
+        if not guide.is_finished():
+            return False
+        key = (regex, int(guide.get_state()))
+        hit = self._end_states.get(key)
+        if hit is None:
+            allowed = guide.get_tokens()
+            hit = all(t == self.eos_id for t in allowed)
+            self._end_states[key] = hit
+        return hit
+
     def _bitmask(self) -> Any:
         from outlines_core.kernels.torch import allocate_token_bitmask
         return allocate_token_bitmask(self.vocab_size)
@@ -289,6 +309,7 @@ class _Row:
     fed: int  # tokens whose KV is in the batch cache
     cached: int  # prompt tokens served from a prefix cache
     started: float
+    regex: str = ""  # the guide's regex (its end states are cached per regex)
     out: list[int] = field(default_factory=list)
     finish: str | None = None
 
@@ -383,9 +404,11 @@ class _Batch:
             new_logits.append(out.logits[0, -1])
             gen = torch.Generator()
             gen.manual_seed(req.seed if req.seed is not None else 0)
-            guide = b._guide(req)
+            regex = b._regex(req)
+            guide = b._guide(regex)
             bitmask = b._bitmask() if guide is not None else None
-            rows.append(_Row(req, fut, loop, guide, bitmask, gen, len(ids), hit, started))
+            rows.append(_Row(req, fut, loop, guide, bitmask, gen, len(ids), hit, started,
+                             regex or ""))
             b.stats.requests += 1
             b.stats.prompt_tokens += len(ids)
             b.stats.cached_tokens += hit
@@ -428,7 +451,7 @@ class _Batch:
             r = row.request
             logits = self.logits[i:i + 1].float()
             if row.guide is not None:
-                if row.guide.is_finished():
+                if b._only_eos(row.guide, row.regex):
                     row.finish = "stop"
                     tokens.append(b.eos_id)
                     continue
@@ -448,7 +471,7 @@ class _Batch:
                 row.guide.advance(token_id=tok, return_tokens=False)
             if len(row.out) >= r.max_tokens:
                 row.finish = "length"
-            elif ((row.guide is not None and row.guide.is_finished())
+            elif ((row.guide is not None and b._only_eos(row.guide, row.regex))
                   or (r.stop and b._hits_stop(row.out, r.stop))):
                 row.finish = "stop"
         keep = [i for i, row in enumerate(self.rows) if row.finish is None]
