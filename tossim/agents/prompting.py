@@ -197,7 +197,8 @@ def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
         name = _example_name(memory, opts)
         speech = _speech_example(memory, name)
-        will = f"I am the {role}. Day {memory.day}: nothing to report yet."
+        will = " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
+                                                 for line in results_lines(memory)[-2:])])
         if c.tag == "whisper":
             args: dict[str, Any] = {"target": name, "text": speech}
             call = f'<whisper to="{name}">{speech}</whisper>'
