@@ -392,13 +392,17 @@ def tool_choices(tools: Sequence[str] | ToolOptions, names: Mapping[int, str]) -
     return [c for c in turn_choices((), names, tools, True) if c.kind == "tool"]
 
 
-def thinking_regex(tools: Sequence[Choice], opened: bool) -> str:
+def thinking_regex(tools: Sequence[Choice], opened: bool, may_close: bool = True) -> str:
     """One piece of an XML thought (seed 003): free text that ends either in a
     tool tag (the loop interrupts there, injects the observation and resumes
     the SAME thought) or in `</thinking>`. `opened`: the `<thinking>` tag is
-    already in the context (a resume); `tools` empty once the cap is reached.
+    already in the context (a resume); `tools` empty once the cap is reached;
+    `may_close=False` (a seat required to check before acting) leaves out
+    `</thinking>` so the piece must end in a tool call.
     Free text holds no `<`, so the grammar's only end states are right after
     a tool's closing tag or after `</thinking>`: nothing may follow either."""
     head = "" if opened else re.escape("<thinking>")
-    ends = [choice_regex(c, "xml") for c in tools] + [re.escape("</thinking>")]
+    ends = [choice_regex(c, "xml") for c in tools]
+    if may_close or not ends:
+        ends.append(re.escape("</thinking>"))
     return f"{head}{FREE}(?:{'|'.join(ends)})"

@@ -85,6 +85,9 @@ _TOOL_TAG = re.compile(r"<([a-z_]+)>[^<]*</\1>\s*$")
 class LoopConfig:
     protocol: str = "xml"
     max_tool_calls: int = 4  # tool calls per turn; after that tools leave the grammar
+    # tool calls a thought must make before it may close (0: the model decides);
+    # a spent thinking budget still closes it
+    min_tool_calls: int = 0
     think_budget: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_THINK_BUDGET))
     think_tokens: int = 128  # the budget of a phase not in think_budget
     action_tokens: int = 64  # the final action (a speech is the longest)
@@ -255,7 +258,7 @@ class ToolLoop:
                 break
             allow = t.stats.tool_calls < cfg.max_tool_calls
             tools = tool_choices(tool_options(memory), memory.names) if allow else []
-            rx = thinking_regex(tools, opened)
+            rx = thinking_regex(tools, opened, t.stats.tool_calls >= cfg.min_tool_calls)
             res_text, gen, finish = await self._generate(t, rx, budget)
             t.stats.thinking_tokens += len(gen)
             think_left -= len(gen)
