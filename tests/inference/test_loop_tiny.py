@@ -205,3 +205,31 @@ def test_summary_is_model_written_and_shown_on_day_2(backend: LocalBackend) -> N
     entry = day2[0]
     assert set(entry) == {"day", "phase", "prompt", "output", "steps", "action", "tokens"}
     assert set(entry["tokens"]) == {"prompt", "generated", "cached"}
+
+
+def test_warm_rows_are_prefilled_together_with_the_same_result(backend: LocalBackend) -> None:
+    """Rows that resume a cached context are prefilled in one forward pass
+    (prefix left-padded, new tokens right-padded); the tokens they then
+    generate equal those of one-at-a-time prefills."""
+    t = day3_investigator()
+    heads = [tuple(backend.tokenizer.chat_prompt(build_messages(t.memories[s]))) for s in (2, 5)]
+    tails = [tuple(backend.tokenizer.encode(x)) for x in ("<observation>a b c</observation>",
+                                                           "<observation>longer text here "
+                                                           "with more words</observation>")]
+
+    async def go(together: bool, tag: str):  # type: ignore[no-untyped-def]
+        for i, h in enumerate(heads):  # warm each seat's own cache
+            await backend.generate_one(GenerationRequest(h, 1, seed=1, temperature=0,
+                                                         key=f"{tag}{i}"))
+        reqs = [GenerationRequest(h + (7,) + tl, 10, seed=2, temperature=0, key=f"{tag}{i}")
+                for i, (h, tl) in enumerate(zip(heads, tails, strict=True))]
+        passes = backend.stats.prefill_passes
+        out = (await backend.generate(reqs) if together
+               else [await backend.generate_one(r) for r in reqs])
+        return out, backend.stats.prefill_passes - passes
+
+    both, passes_both = asyncio.run(go(True, "pt"))
+    alone, passes_alone = asyncio.run(go(False, "pa"))
+    assert passes_both == 1 and passes_alone == 2
+    assert all(r.cached_tokens >= len(h) - 1 for r, h in zip(both, heads, strict=True))
+    assert [r.token_ids for r in both] == [r.token_ids for r in alone]
