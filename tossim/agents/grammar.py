@@ -26,6 +26,8 @@ FREE = r"[^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 # the same, starting with a character that is not a space (non-empty text)
 NONEMPTY = r"[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 SEP = r"\n?"
+# at most one sentence of free text (its end, then only spaces or newlines)
+SENTENCE = r"[^<.!?\x00-\x1f\x7f-\x9f]*(?:[.!?\n]+[ \n]*)?"
 SELF = "yourself"
 
 ToolOptions = Mapping[str, Sequence[str] | None]
@@ -398,11 +400,14 @@ def thinking_regex(tools: Sequence[Choice], opened: bool, may_close: bool = True
     the SAME thought) or in `</thinking>`. `opened`: the `<thinking>` tag is
     already in the context (a resume); `tools` empty once the cap is reached;
     `may_close=False` (a seat required to check before acting) leaves out
-    `</thinking>` so the piece must end in a tool call.
+    `</thinking>`: the piece is at most one sentence, then a tool call (so a
+    small model that would ramble on reaches its call; which tool, its
+    argument and the sentence are still the model's choice).
     Free text holds no `<`, so the grammar's only end states are right after
     a tool's closing tag or after `</thinking>`: nothing may follow either."""
     head = "" if opened else re.escape("<thinking>")
     ends = [choice_regex(c, "xml") for c in tools]
-    if may_close or not ends:
-        ends.append(re.escape("</thinking>"))
+    if not may_close and ends:
+        return f"{head}{SENTENCE}(?:{'|'.join(ends)})"
+    ends.append(re.escape("</thinking>"))
     return f"{head}{FREE}(?:{'|'.join(ends)})"
