@@ -26,8 +26,9 @@ FREE = r"[^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 # the same, starting with a character that is not a space (non-empty text)
 NONEMPTY = r"[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 SEP = r"\n?"
-# at most one sentence of free text (its end, then only spaces or newlines)
-SENTENCE = r"[^<.!?\x00-\x1f\x7f-\x9f]*(?:[.!?\n]+[ \n]*)?"
+# at most one sentence of free text: its end mark, then at most a space or
+# two newlines (a small model would otherwise pad with whitespace for ever)
+SENTENCE = r"[^<.!?\x00-\x1f\x7f-\x9f]*(?:[.!?] ?|[.!?]?\n\n?)?"
 SELF = "yourself"
 
 ToolOptions = Mapping[str, Sequence[str] | None]

@@ -267,8 +267,7 @@ class ToolLoop:
             if tag is not None and tag.group(1) == "thinking":
                 tag = None
             close_at = res_text.find("</thinking>")
-            if finish != "length" and tag is not None and (close_at < 0
-                                                           or close_at > tag.start()):
+            if tag is not None and (close_at < 0 or close_at > tag.start()):
                 # a tool call inside the thought: interrupt, observe, resume
                 gen, extra = _keep_chars(self.backend.tokenizer, gen, res_text, tag.end())
                 self._take(t, gen, res_text[:tag.end()] if not extra else
@@ -299,7 +298,7 @@ class ToolLoop:
                 self._observe(t, obs)
                 t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
                 continue
-            if finish != "length" and close_at >= 0:
+            if close_at >= 0:
                 end = close_at + len("</thinking>")
                 gen, extra = _keep_chars(self.backend.tokenizer, gen, res_text, end)
                 self._take(t, gen, self.backend.tokenizer.decode(gen))
