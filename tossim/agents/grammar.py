@@ -401,14 +401,16 @@ def thinking_regex(tools: Sequence[Choice], opened: bool, may_close: bool = True
     the SAME thought) or in `</thinking>`. `opened`: the `<thinking>` tag is
     already in the context (a resume); `tools` empty once the cap is reached;
     `may_close=False` (a seat required to check before acting) leaves out
-    `</thinking>`: the piece is at most one sentence, then a tool call (so a
+    `</thinking>`: the piece is at most one sentence, then a tool call with a
+    bounded argument (so a
     small model that would ramble on reaches its call; which tool, its
     argument and the sentence are still the model's choice).
     Free text holds no `<`, so the grammar's only end states are right after
     a tool's closing tag or after `</thinking>`: nothing may follow either."""
     head = "" if opened else re.escape("<thinking>")
     ends = [choice_regex(c, "xml") for c in tools]
-    if not may_close and ends:
-        return f"{head}{SENTENCE}(?:{'|'.join(ends)})"
+    bounded = [choice_regex(c, "xml") for c in tools if c.arg != "free"]
+    if not may_close and bounded:  # (a free-text tool, the notebook, could ramble on)
+        return f"{head}{SENTENCE}(?:{'|'.join(bounded)})"
     ends.append(re.escape("</thinking>"))
     return f"{head}{FREE}(?:{'|'.join(ends)})"
