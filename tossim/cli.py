@@ -144,9 +144,16 @@ def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None
                    f"{st.requests} requests, {st.generated_tokens} tokens generated", err=True)
 
     seats = range(1, (model_seats or config.players) + 1)
-    return asyncio.run(play_model_match(config, backend, model_seats=seats,
-                                        loop_config=LoopConfig(protocol=protocol),
-                                        on_phase=progress))
+
+    async def play() -> Any:
+        try:
+            return await play_model_match(config, backend, model_seats=seats,
+                                          loop_config=LoopConfig(protocol=protocol),
+                                          on_phase=progress)
+        finally:
+            await backend.close()  # stop the backend's threads before the process exits
+
+    return asyncio.run(play())
 
 
 @app.command()
@@ -339,58 +346,23 @@ def bench_agents(
     days: int = typer.Option(1, help="Play this many days (and their nights)."),
     seed: int = typer.Option(1, help="Game seed."),
     protocol: str = typer.Option("xml", help="xml or json."),
+    think_scale: float = typer.Option(1.0, help="Multiply every phase's thinking budget."),
+    max_tools: int = typer.Option(4, help="Tool calls per turn."),
     baseline: bool = typer.Option(True, help="Also play the same days one request at a "
                                              "time (no batching) and print the ratio."),
 ) -> None:
-    """Model seats playing a match: actions/s, malformed-action rate, faults by
-    kind, tool calls, tokens per turn, backend prefill/decode time."""
-    import asyncio
-
-    from tossim.agents.loop import LoopConfig
-    from tossim.agents.model_match import play_model_match
+    """Model seats playing a match: actions/s, wall-clock tokens/s, malformed
+    rate, faults by kind, tool calls, summaries by model vs fallback, backend
+    prefill/decode time, and the batched/sequential ratio."""
+    from tossim.agents.bench import run_bench_agents
     from tossim.inference.base import BackendUnavailable
-    from tossim.inference.registry import make_backend
 
-    def once(max_batch: int) -> tuple[Any, Any, Any]:
-        try:
-            backend = make_backend(ai, model=model, url=url)
-        except BackendUnavailable as exc:
-            raise typer.BadParameter(str(exc), param_hint="--ai") from None
-        backend.max_batch = max_batch
-        match = asyncio.run(play_model_match(GameConfig(players=players, seed=seed), backend,
-                                             loop_config=LoopConfig(protocol=protocol),
-                                             max_days=days))
-        return match, backend.stats, backend
-
-    def report(label: str, match: Any, stats: Any) -> float:
-        t = match.total()
-        turns = max(t.turns, 1)
-        rate = t.turns / match.seconds
-        typer.echo(f"  {label}: {t.turns} actions in {match.seconds:.1f} s = {rate:.3f} "
-                   f"actions/s; generated {stats.generated_tokens / max(stats.seconds, 1e-9):.1f}"
-                   f" tokens/s; largest batch {stats.largest_batch}")
-        typer.echo(f"    malformed {t.malformed / turns:.1%} ({t.malformed}), forced waits "
-                   f"{t.forced}, engine rejections {sum(match.result.faults.values())}, "
-                   f"truncated segments {t.truncated}")
-        typer.echo("    faults by kind: " + (", ".join(f"{k} {v}" for k, v in
-                                                      sorted(t.faults.items())) or "none"))
-        typer.echo(f"    per turn: tool calls {t.tool_calls / turns:.2f}, prompt tokens "
-                   f"{t.prompt_tokens / turns:.0f}, generated {t.generated_tokens / turns:.1f},"
-                   f" prefix-cache hits {t.cached_tokens / max(stats.prompt_tokens, 1):.0%} of "
-                   f"prompt tokens sent")
-        typer.echo(f"    backend: prefill {stats.prefill_seconds:.1f} s, decode "
-                   f"{stats.decode_seconds:.1f} s over {stats.decode_steps} steps")
-        typer.echo("    actions: " + ", ".join(f"{k} {v}" for k, v in sorted(t.actions.items())))
-        return rate
-
-    typer.echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, "
-               f"{days} day(s)")
-    match, stats, backend = once(backend_batch := 16)
-    rate = report(f"batched (up to {backend_batch})", match, stats)
-    if baseline:
-        base_match, base_stats, _ = once(1)
-        base_rate = report("baseline (one request at a time)", base_match, base_stats)
-        typer.echo(f"  ratio batched/baseline: {rate / max(base_rate, 1e-9):.2f}")
+    try:
+        run_bench_agents(ai=ai, model=model, url=url, players=players, days=days, seed=seed,
+                         protocol=protocol, think_scale=think_scale, max_tools=max_tools,
+                         baseline=baseline, echo=typer.echo)
+    except BackendUnavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ai") from None
 
 
 @bench_app.command("server")

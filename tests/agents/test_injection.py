@@ -94,8 +94,8 @@ def test_odd_names_round_trip_through_grammar_and_actions() -> None:
         assert re.fullmatch(rx, out)
         p = xp.parse(out)
         assert to_command(3, p.name, p.args, legal, names) == Vote(3, slot)
-    out = "<thinking></thinking><whisper to=\"Al 'the' Pal\">hi</whisper>"
+    out = "<thinking></thinking><whisper to=\"Al 'the' Pal\">hi there you</whisper>"
     assert re.fullmatch(rx, out)
     p = xp.parse(out)
-    assert to_command(3, p.name, p.args, legal, names) == Whisper(3, 2, "hi")
+    assert to_command(3, p.name, p.args, legal, names) == Whisper(3, 2, "hi there you")
     assert re.fullmatch(rx, "<thinking></thinking><vote><b>Eve</b></vote>") is None

@@ -16,7 +16,7 @@ from tossim.engine.commands import Chat, Vote, Whisper
 from .fake_backend import ScriptedBackend
 from .support import day3_investigator
 
-CFG = LoopConfig(max_tool_calls=2, think_tokens=40, action_tokens=40, turn_tokens=400)
+CFG = LoopConfig(max_tool_calls=2, action_tokens=40, turn_tokens=400)
 
 
 def run(outputs: list[str], cfg: LoopConfig = CFG, check_regex: bool = True,
@@ -27,59 +27,110 @@ def run(outputs: list[str], cfg: LoopConfig = CFG, check_regex: bool = True,
     return result, backend
 
 
-def test_tool_call_then_vote_with_observation() -> None:
-    r, b = run(["<thinking>Check the will.</thinking>", "<check_will>Player 3</check_will>",
-                "<thinking>Player 4 lies.</thinking>", "<vote>Player 4</vote>"])
+def test_tool_call_inside_the_thought_then_vote() -> None:
+    r, b = run(["<thinking>Check the will.<check_will>Player 3</check_will>",
+                " Player 4 lies.</thinking>", "<vote>Player 4</vote>"])
     assert r.command == Vote(7, 4)
-    assert r.stats.tool_calls == 1 and r.stats.segments == 2
-    assert "<observation>Player 3's will:" in r.transcript
+    assert r.stats.tool_calls == 1 and r.stats.segments == 1
+    # the seed's loop: observation injected inside the SAME thought, one <thinking>
+    assert r.transcript.count("<thinking>") == 1
+    assert ("<check_will>Player 3</check_will>\n<observation>Player 3's will:" in r.transcript)
+    assert r.transcript.endswith("Player 4 lies.</thinking>\n<vote>Player 4</vote>")
     assert r.stats.faults == {} and r.stats.malformed == 0 and not r.stats.truncated
+    # the resume does not reopen the thought; the action grammar has no tools
+    assert not (b.requests[1].regex or "").startswith("<thinking>")
+    assert "<check_will>" not in (b.requests[2].regex or "")
+    assert [s["kind"] for s in r.steps] == ["thinking", "tool", "thinking", "action"]
+    assert r.steps[1]["name"] == "check_will" and r.steps[1]["args"] == {"player": "Player 3"}
+    assert r.steps[1]["observation"].startswith("Player 3's will:")
+    assert r.steps[-1]["text"] == "<vote>Player 4</vote>"
+
+
+def test_several_tool_calls_in_one_thought_and_steps_stream() -> None:
+    seen: list[dict] = []
+    memory = day3_investigator().memories[7]
+    backend = ScriptedBackend(["<thinking>First the dead.<graveyard></graveyard>",
+                               " Now the will.<check_will>Player 3</check_will>",
+                               " And my results.<my_results></my_results>",
+                               " Player 4 lies.</thinking>",
+                               "<speak>Player 4 is lying about the Doctor.</speak>"])
+    r = asyncio.run(ToolLoop(backend, LoopConfig(think_budget={"voting": 400})).run_turn(
+        memory, key="g:7", seed=1, on_step=seen.append))
+    assert r.command == Chat(7, "Player 4 is lying about the Doctor.")
+    assert r.stats.tool_calls == 3 and r.transcript.count("<thinking>") == 1
+    assert r.transcript.count("<observation>") == 3
+    assert [s["name"] for s in r.steps if s["kind"] == "tool"] == [
+        "graveyard", "check_will", "my_results"]
+    assert seen == r.steps  # streamed as they completed
+    # today's tool calls persist for the rest of the day (shown in later prompts)
+    assert [x.tool for x in memory.tool_results_today()] == [
+        "graveyard", "check_will", "my_results"]
+    assert r.prompt.startswith("<|system|>") and "**Your results so far**" in r.prompt
 
 
 def test_context_is_only_appended_to() -> None:
-    r, b = run(["<thinking>a</thinking>", "<graveyard></graveyard>",
-                "<thinking>b</thinking>", "<my_results></my_results>",
-                "<thinking>c</thinking>", "<wait></wait>"])
+    r, b = run(["<thinking>a<graveyard></graveyard>", "b<my_results></my_results>",
+                "c</thinking>", "<wait></wait>"])
     prompts = [req.prompt_ids for req in b.requests]
+    assert len(prompts) == 4
     for before, after in zip(prompts, prompts[1:], strict=False):
         assert after[:len(before)] == before
     assert all(req.key == "g:7" for req in b.requests)
 
 
 def test_tool_cap_removes_tools_from_the_grammar() -> None:
-    r, b = run(["<thinking>a</thinking>", "<graveyard></graveyard>",
-                "<thinking>b</thinking>", "<graveyard></graveyard>",
-                "<thinking>c</thinking>", "<wait></wait>"])
+    r, b = run(["<thinking>a<graveyard></graveyard>", "b<graveyard></graveyard>",
+                "c</thinking>", "<wait></wait>"])
     assert r.stats.tool_calls == 2
-    last = b.requests[-1].regex or ""
-    assert "<graveyard>" not in last and "<vote>" in last
     assert "<graveyard>" in (b.requests[1].regex or "")
+    assert "<graveyard>" not in (b.requests[2].regex or "")
+    assert "</thinking>" in (b.requests[2].regex or "")
+
+
+def test_thinking_budget_is_per_phase_and_shared_by_the_pieces() -> None:
+    cfg = LoopConfig(think_budget={"voting": 60}, action_tokens=40)
+    first = "<thinking>Check.<graveyard></graveyard>"
+    r, b = run([first, " Player 4 says Doctor but the will says otherwise and so on",
+                "<vote>Player 4</vote>"], cfg)
+    assert b.requests[0].max_tokens == 60
+    assert b.requests[1].max_tokens == 60 - len(first)
+    assert r.stats.truncated == 1 and r.command == Vote(7, 4)
+    assert r.transcript.count("</thinking>") == 1
+    assert "</thinking>\n<vote>Player 4</vote>" in r.transcript
 
 
 def test_cut_thought_is_closed_at_a_word_and_the_action_follows() -> None:
     long_thought = "<thinking>Player 4 says Doctor but the will says otherwise and"
     r, b = run([long_thought + " more", "<vote>Player 4</vote>"],
-               LoopConfig(think_tokens=len(long_thought) + 3, action_tokens=40))
+               LoopConfig(think_budget={}, think_tokens=len(long_thought) + 3,
+                          action_tokens=40))
     assert r.command == Vote(7, 4)
     assert r.stats.truncated == 1
     assert "otherwise and</thinking>\n<vote>Player 4</vote>" in r.transcript
 
 
+def test_a_half_written_tool_tag_is_dropped_when_the_budget_runs_out() -> None:
+    cut = "<thinking>I should check the will <check_wi"
+    r, _ = run([cut + "ll>Player 3</check_will>", "<vote>Player 4</vote>"],
+               LoopConfig(think_budget={}, think_tokens=len(cut), action_tokens=40))
+    assert r.stats.tool_calls == 0 and r.command == Vote(7, 4)
+    assert "check the will</thinking>\n<vote>" in r.transcript
+
+
 def test_cut_speech_is_closed_at_a_word() -> None:
     speech = "<speak>Player 4 is lying about the Doctor claim"
-    r, _ = run(["<thinking>x</thinking>", speech], LoopConfig(think_tokens=40,
-                                                             action_tokens=len(speech) - 3))
+    r, _ = run(["<thinking>x</thinking>", speech], LoopConfig(action_tokens=len(speech) - 3))
     assert r.command == Chat(7, "Player 4 is lying about the Doctor")
     assert r.stats.truncated == 1 and r.stats.malformed == 0
 
 
 def test_half_written_name_is_completed_with_a_legal_one() -> None:
     r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>'],
-               LoopConfig(think_tokens=40, action_tokens=len('<whisper to="Pla')))
+               LoopConfig(action_tokens=len('<whisper to="Pla')))
     assert isinstance(r.command, Whisper) and r.command.target in (1, 2, 4, 5, 6, 8)
-    assert r.command.text == "..."
+    assert r.command.text == "... ... ..."
     r2, _ = run(["<thinking>x</thinking>", "<vote>Player 1</vote>"],
-                LoopConfig(think_tokens=40, action_tokens=len("<vote>Player")))
+                LoopConfig(action_tokens=len("<vote>Player")))
     assert isinstance(r2.command, Vote)
 
 
@@ -89,6 +140,8 @@ def test_an_unguided_bad_target_gets_a_premise_fault_with_candidates() -> None:
     assert r.command == Vote(7, 4)
     assert r.stats.faults == {"premise": 1}
     assert "[premise fault] Player 3 is dead. Candidates: Player 1, Player 2" in r.transcript
+    assert [s["kind"] for s in r.steps] == ["thinking", "action", "fault", "thinking",
+                                            "action"]
 
 
 def test_malformed_output_is_answered_and_counted() -> None:
@@ -109,6 +162,16 @@ def test_json_protocol_turn() -> None:
                 '{"thought": "Vote.", ', '"action": "vote", "args": {"target": "Player 4"}}'],
                LoopConfig(protocol="json"))
     assert r.command == Vote(7, 4) and r.stats.tool_calls == 1
+    assert [s["kind"] for s in r.steps] == ["thinking", "tool", "thinking", "action"]
+
+
+def test_json_protocol_several_tool_calls() -> None:
+    r, b = run(['{"thought": "Graves.", ', '"action": "graveyard", "args": {}}',
+                '{"thought": "Will.", ', '"action": "check_will", "args": {"player": "Player 3"}}',
+                '{"thought": "Vote.", ', '"action": "vote", "args": {"target": "Player 4"}}'],
+               LoopConfig(protocol="json"))
+    assert r.command == Vote(7, 4) and r.stats.tool_calls == 2
+    assert r.transcript.count("<observation>") == 2
 
 
 @pytest.mark.parametrize("protocol", ["xml", "json"])

@@ -29,7 +29,7 @@ def write(c: Choice, rng: random.Random) -> str:
     elif c.arg in ("names", "options", "self"):
         body = rng.choice(c.options)
     elif c.arg in ("text", "free"):
-        body = rng.choice(["I am the Sheriff.", "Vote Player 4!", "Hmm.\nWait."])
+        body = rng.choice(["I am the Sheriff.", "Vote Player 4 now!", "Hmm.\nWait a moment."])
     else:
         body = ""
     attr = f' to="{rng.choice(c.attr_options)}"' if c.attr_options else ""

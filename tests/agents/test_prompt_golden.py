@@ -57,8 +57,17 @@ def test_prompt_structure() -> None:
                  "Player 3's will is probably fake.\"",
                  "- Day 2: Player 5 claimed Lookout. Nobody was put on trial.",
                  "- check_will(Player 3): Player 3's will:",
-                 "- <vote>NAME</vote> - put on trial: Player 1, Player 2, Player 4, Player 5,"):
+                 "- <vote>Player 2</vote> - put on trial: Player 1, Player 2, Player 4, Player 5,"):
         assert line in turn, line
+    # every private result so far, with its night and the target the seat chose
+    results = turn.split("**Your results so far**")[1].split("**Today's Live Chat:**")[0]
+    assert "- Night 1 - you chose to investigate Player 4: Your target could be a " in results
+    assert ("- Night 2 - you chose to investigate Player 2: Your target could be a Bodyguard, "
+            "Godfather, or Arsonist.") in results
+    # no placeholder word in the action list
+    actions = turn.split("Available now:")[1]
+    for placeholder in (">text<", ">message<", ">NAME<"):
+        assert placeholder not in actions
     assert "Player 9 died" not in turn.split("**Public Event Log**")[1]  # seen on Night 2
 
 

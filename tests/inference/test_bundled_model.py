@@ -37,3 +37,32 @@ def test_bundled_model_plays_a_full_day_with_legal_actions() -> None:
     assert all(e.data["text"].strip() for e in chats)
     assert 1 in r.summaries and len(r.summaries[1]) > 10
     assert backend.stats.cached_tokens > backend.stats.prompt_tokens // 2  # prefix cache
+
+
+def test_bundled_model_calls_several_tools_inside_one_thought() -> None:
+    """One turn of seed 003's Investigator on Day 3: the thought is
+    interrupted at each tool's closing tag and resumed after the observation.
+    The grammar steers (the thought may not close before two tool calls); the
+    tools, their arguments and the text are the model's own output."""
+    import sys
+    from pathlib import Path
+
+    from tossim.agents.loop import LoopConfig, ToolLoop
+    from tossim.inference.local_backend import LocalBackend
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from agents.support import day3_investigator
+
+    backend = LocalBackend()
+    m = day3_investigator().memories[7]
+    cfg = LoopConfig(min_tool_calls=2, think_budget={"voting": 200}, turn_tokens=400)
+    try:
+        r = asyncio.run(ToolLoop(backend, cfg).run_turn(m, key="bundled-tools", seed=3))
+    finally:
+        asyncio.run(backend.close())
+    tools = [s for s in r.steps if s["kind"] == "tool"]
+    assert len(tools) >= 2, r.transcript
+    assert r.transcript.count("<thinking>") == 1
+    assert r.transcript.split("</thinking>")[0].count("<observation>") == len(tools)
+    assert r.steps[-1]["kind"] == "action" and r.stats.malformed == 0
+    print(r.transcript)

@@ -140,3 +140,96 @@ def test_random_model_finishes_a_whole_game(backend: LocalBackend) -> None:
     # every day before the last has its summary
     assert set(range(1, r.game.day)) <= set(r.summaries)
     assert all(text.strip() for text in r.summaries.values())
+
+
+def test_a_final_state_that_allows_more_does_not_end_the_row(backend: LocalBackend) -> None:
+    """The summary grammar is complete after one character; the row must go
+    on until EOS or max_tokens (it used to stop after one token: "The")."""
+    from tossim.agents.summarize import SUMMARY_REGEX
+    ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Summarise."}]))
+
+    async def go():  # type: ignore[no-untyped-def]
+        return await backend.generate([GenerationRequest(ids, 24, regex=SUMMARY_REGEX, seed=s)
+                                       for s in range(3)])
+
+    results = asyncio.run(go())
+    assert all(re.fullmatch(SUMMARY_REGEX, r.text) for r in results)
+    # a random model rarely picks EOS: most rows run to their budget
+    assert sum(len(r.token_ids) for r in results) > 3 * 12, [r.text for r in results]
+    assert any(r.finish_reason == "length" for r in results)
+
+
+def test_write_summary_is_model_written(backend: LocalBackend) -> None:
+    from tossim.agents.summarize import SummaryStats, fallback_summary, write_summary
+    t = day3_investigator()
+    public = t.memories[1]
+    stats = SummaryStats()
+    text = asyncio.run(write_summary(backend, public, 2, seed=4, stats=stats))
+    assert stats.model == 1 and stats.fallback == 0
+    assert text != fallback_summary(public, 2) and len(text) >= 12 and "<" not in text
+
+
+def test_tiny_model_calls_several_tools_inside_one_thought(backend: LocalBackend) -> None:
+    """The seed's loop on a real model: the thought is interrupted at each
+    tool's closing tag, the observation injected and the SAME thought resumed.
+    Steered by the grammar (the thought may not close before two tool calls),
+    but which tools, their arguments and all text are the model's output."""
+    from tossim.agents.loop import LoopConfig, ToolLoop
+    m = day3_investigator().memories[7]
+    cfg = LoopConfig(min_tool_calls=2, think_budget={"voting": 300}, turn_tokens=500)
+    steps: list[dict] = []  # type: ignore[type-arg]
+    r = asyncio.run(ToolLoop(backend, cfg).run_turn(m, key="tiny-tools", seed=2,
+                                                    on_step=steps.append))
+    tools = [s for s in steps if s["kind"] == "tool"]
+    assert len(tools) >= 2, r.transcript
+    assert r.transcript.count("<thinking>") == 1 and r.transcript.count("</thinking>") == 1
+    # every observation sits inside the one thought
+    inside = r.transcript.split("</thinking>")[0]
+    assert inside.count("<observation>") == len(tools)
+    assert r.command is not None or r.action == "wait"
+    assert steps[-1]["kind"] == "action"
+
+
+def test_summary_is_model_written_and_shown_on_day_2(backend: LocalBackend) -> None:
+    from tossim.agents.loop import LoopConfig
+    match = asyncio.run(play_model_match(
+        GameConfig(players=7, seed=5), backend,
+        loop_config=LoopConfig(think_budget={}, think_tokens=8, action_tokens=16),
+        rounds={}, max_days=2))
+    assert match.summary_stats.model >= 1 and match.summary_stats.fallback == 0
+    assert match.metrics()["summaries"]["fallback_rate"] == 0.0
+    day2 = [entry for seat in match.seats.values() for entry in seat.turn_log
+            if entry["day"] == 2]
+    assert day2 and all(f"- Day 1: {match.result.summaries[1][:20]}" in e["prompt"]
+                        for e in day2)
+    entry = day2[0]
+    assert set(entry) == {"day", "phase", "prompt", "output", "steps", "action", "tokens"}
+    assert set(entry["tokens"]) == {"prompt", "generated", "cached"}
+
+
+def test_warm_rows_are_prefilled_together_with_the_same_result(backend: LocalBackend) -> None:
+    """Rows that resume a cached context are prefilled in one forward pass
+    (prefix left-padded, new tokens right-padded); the tokens they then
+    generate equal those of one-at-a-time prefills."""
+    t = day3_investigator()
+    heads = [tuple(backend.tokenizer.chat_prompt(build_messages(t.memories[s]))) for s in (2, 5)]
+    tails = [tuple(backend.tokenizer.encode(x)) for x in ("<observation>a b c</observation>",
+                                                           "<observation>longer text here "
+                                                           "with more words</observation>")]
+
+    async def go(together: bool, tag: str):  # type: ignore[no-untyped-def]
+        for i, h in enumerate(heads):  # warm each seat's own cache
+            await backend.generate_one(GenerationRequest(h, 1, seed=1, temperature=0,
+                                                         key=f"{tag}{i}"))
+        reqs = [GenerationRequest(h + (7,) + tl, 10, seed=2, temperature=0, key=f"{tag}{i}")
+                for i, (h, tl) in enumerate(zip(heads, tails, strict=True))]
+        passes = backend.stats.prefill_passes
+        out = (await backend.generate(reqs) if together
+               else [await backend.generate_one(r) for r in reqs])
+        return out, backend.stats.prefill_passes - passes
+
+    both, passes_both = asyncio.run(go(True, "pt"))
+    alone, passes_alone = asyncio.run(go(False, "pa"))
+    assert passes_both == 1 and passes_alone == 2
+    assert all(r.cached_tokens >= len(h) - 1 for r, h in zip(both, heads, strict=True))
+    assert [r.token_ids for r in both] == [r.token_ids for r in alone]

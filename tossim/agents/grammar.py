@@ -26,6 +26,9 @@ FREE = r"[^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 # the same, starting with a character that is not a space (non-empty text)
 NONEMPTY = r"[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 SEP = r"\n?"
+# at most one sentence of free text: its end mark, then at most a space or
+# two newlines (a small model would otherwise pad with whitespace for ever)
+SENTENCE = r"[^<.!?\x00-\x1f\x7f-\x9f]*(?:[.!?] ?|[.!?]?\n\n?)?"
 SELF = "yourself"
 
 ToolOptions = Mapping[str, Sequence[str] | None]
@@ -117,6 +120,11 @@ def _alt(options: Sequence[str]) -> str:
 # ---- segments as parts: one description gives the regex and the completion ---------
 # JSON string contents: no quote, backslash or control character unless escaped
 JSTR = r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*'
+# a speech: at least MIN_WORDS words, so an empty or one-word placeholder
+# ("text", "message") is refused by the grammar (no backreferences needed)
+MIN_WORDS = 3
+WORD = r"[^<\s\x00-\x1f\x7f-\x9f]+"
+JWORD = r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])+'
 JNONEMPTY = (r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])'
              r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*')
 PROTOCOL_TEXT = {"xml": (FREE, NONEMPTY), "json": (JSTR, JNONEMPTY)}
@@ -130,6 +138,7 @@ class Part:
     value: str = ""
     options: tuple[str, ...] = ()
     nonempty: bool = False
+    min_words: int = 0  # free text of at least this many words (a speech)
 
 
 def _lit(value: str) -> Part:
@@ -157,12 +166,24 @@ def choice_parts(c: Choice, protocol: str = "xml") -> list[Part]:
     head = ([_lit(f'<{c.tag} to="'), Part("opt", options=c.attr_options), _lit('">')]
             if c.attr_options else [_lit(f"<{c.tag}>")])
     if c.arg in ("text", "free"):
-        body = [Part("text", nonempty=c.arg == "text")]
+        body = [Part("text", nonempty=c.arg == "text", min_words=_min_words(c))]
     elif c.arg == "names2":
         body = [Part("opt", options=c.options), _lit(" and "), Part("opt", options=c.options)]
     else:
         body = [Part("opt", options=c.options)]
     return head + body + [_lit(f"</{c.tag}>")]
+
+
+def _min_words(c: Choice) -> int:
+    """Speeches and whispers need MIN_WORDS words; wills and notes may be empty."""
+    return MIN_WORDS if c.kind == "final" and c.tag in ("speak", "whisper") else 0
+
+
+def _words_regex(n: int, protocol: str) -> str:
+    """At least `n` words, then any free text (no backreferences)."""
+    free = PROTOCOL_TEXT[protocol][0]
+    word, space = (WORD, r"[ \n]+") if protocol == "xml" else (JWORD, r" +")
+    return word + f"{space}{word}" * (n - 1) + free  # spelled out: no bounded quantifiers
 
 
 def _json_parts(c: Choice) -> list[Part]:
@@ -181,11 +202,11 @@ def _json_parts(c: Choice) -> list[Part]:
     names = tuple(_jq(o) for o in c.options)
     if c.tag == "whisper":
         return [_lit(f'{head.value}"target": "'), Part("opt", options=tuple(
-            _jq(o) for o in c.attr_options)), _lit('", "text": "'), Part("text", nonempty=True),
-            _lit('"}}')]
+            _jq(o) for o in c.attr_options)), _lit('", "text": "'),
+            Part("text", nonempty=True, min_words=MIN_WORDS), _lit('"}}')]
     if c.arg in ("text", "free"):
-        return [_lit(f'{head.value}"text": "'), Part("text", nonempty=c.arg == "text"),
-                _lit('"}}')]
+        return [_lit(f'{head.value}"text": "'),
+                Part("text", nonempty=c.arg == "text", min_words=_min_words(c)), _lit('"}}')]
     if c.tag == "judge":
         return [_lit(f'{head.value}"verdict": "'), Part("opt", options=c.options), _lit('"}}')]
     if c.tag == "night":
@@ -204,6 +225,8 @@ def parts_regex(parts: Sequence[Part], protocol: str = "xml") -> str:
             out.append(re.escape(p.value))
         elif p.kind == "opt":
             out.append(_alt(p.options))
+        elif p.min_words > 1:
+            out.append(_words_regex(p.min_words, protocol))
         else:
             out.append(nonempty if p.nonempty else free)
     return "".join(out)
@@ -286,11 +309,23 @@ def walk(parts: Sequence[Part], s: str, protocol: str = "xml", i: int = 0) -> Wa
     if end < len(s):  # the text was closed by its terminator
         if p.nonempty and (not body or body[0].isspace()):
             return None
+        if _words(body, protocol) < p.min_words:
+            return None
         return walk(rest, s, protocol, end)
     fill = "n" if in_escape else ""
     if p.nonempty and not body:
         fill = "..."
+    missing = p.min_words - _words(body + fill, protocol)
+    if missing > 0:  # a speech cut off before its third word: "..." words fill it
+        sep = "" if not (body + fill) or (body + fill)[-1] == " " else " "
+        fill += sep + " ".join(["..."] * missing)
     return Walk(False, len(s), fill + _finish(rest, protocol), True, i)
+
+
+def _words(text: str, protocol: str) -> int:
+    """Words as the speech regex counts them (XML: split at spaces and
+    newlines; JSON: at spaces, an escape is part of a word)."""
+    return len(text.split()) if protocol == "xml" else len([w for w in text.split(" ") if w])
 
 
 def _finish(parts: Sequence[Part], protocol: str) -> str:
@@ -301,6 +336,8 @@ def _finish(parts: Sequence[Part], protocol: str) -> str:
             out.append(p.value)
         elif p.kind == "opt":
             out.append(min(p.options, key=len) if "" in p.options else p.options[0])
+        elif p.min_words > 1:
+            out.append(" ".join(["..."] * p.min_words))
         elif p.nonempty:
             out.append("...")
     return "".join(out)
@@ -351,3 +388,29 @@ def turn_json_schema(legal: Sequence[LegalAction], names: Mapping[int, str],
             "additionalProperties": False,
         })
     return {"oneOf": branches}
+
+
+def tool_choices(tools: Sequence[str] | ToolOptions, names: Mapping[int, str]) -> list[Choice]:
+    """The tool tags allowed now (no final actions)."""
+    return [c for c in turn_choices((), names, tools, True) if c.kind == "tool"]
+
+
+def thinking_regex(tools: Sequence[Choice], opened: bool, may_close: bool = True) -> str:
+    """One piece of an XML thought (seed 003): free text that ends either in a
+    tool tag (the loop interrupts there, injects the observation and resumes
+    the SAME thought) or in `</thinking>`. `opened`: the `<thinking>` tag is
+    already in the context (a resume); `tools` empty once the cap is reached;
+    `may_close=False` (a seat required to check before acting) leaves out
+    `</thinking>`: the piece is at most one sentence, then a tool call with a
+    bounded argument (so a
+    small model that would ramble on reaches its call; which tool, its
+    argument and the sentence are still the model's choice).
+    Free text holds no `<`, so the grammar's only end states are right after
+    a tool's closing tag or after `</thinking>`: nothing may follow either."""
+    head = "" if opened else re.escape("<thinking>")
+    ends = [choice_regex(c, "xml") for c in tools]
+    bounded = [choice_regex(c, "xml") for c in tools if c.arg != "free"]
+    if not may_close and bounded:  # (a free-text tool, the notebook, could ramble on)
+        return f"{head}{SENTENCE}(?:{'|'.join(bounded)})"
+    ends.append(re.escape("</thinking>"))
+    return f"{head}{FREE}(?:{'|'.join(ends)})"

@@ -8,7 +8,7 @@ in), and per-seat metrics that are stored with the game.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ class AgentMetrics:
     turns: int = 0
     actions: dict[str, int] = field(default_factory=dict)
     tool_calls: int = 0
+    thinking_tokens: int = 0
     segments: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
@@ -45,6 +46,7 @@ class AgentMetrics:
         self.turns += 1
         self.actions[r.action] = self.actions.get(r.action, 0) + 1
         self.tool_calls += s.tool_calls
+        self.thinking_tokens += s.thinking_tokens
         self.segments += s.segments
         self.prompt_tokens += s.prompt_tokens
         self.generated_tokens += s.generated_tokens
@@ -59,8 +61,9 @@ class AgentMetrics:
         self.max_seconds = max(self.max_seconds, s.seconds)
 
     def merge(self, other: AgentMetrics) -> None:
-        for name in ("turns", "tool_calls", "segments", "prompt_tokens", "generated_tokens",
-                     "requested_tokens", "cached_tokens", "truncated", "malformed", "forced"):
+        for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
+                     "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
+                     "malformed", "forced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults)):
             for k, n in theirs.items():
@@ -95,7 +98,8 @@ class AgentMetrics:
         turns = max(self.turns, 1)
         return {
             "turns": self.turns, "actions": dict(sorted(self.actions.items())),
-            "tool_calls": self.tool_calls, "segments": self.segments,
+            "tool_calls": self.tool_calls, "thinking_tokens": self.thinking_tokens,
+            "segments": self.segments,
             "prompt_tokens": self.prompt_tokens, "generated_tokens": self.generated_tokens,
             "requested_tokens": self.requested_tokens, "cached_tokens": self.cached_tokens,
             "cache_hit_rate": round(self.cached_tokens / max(self.requested_tokens, 1), 3),
@@ -107,8 +111,19 @@ class AgentMetrics:
         }
 
 
+StepHook = Callable[[int, dict[str, Any]], None]
+
+
 class LLMSeat:
-    """One model-played seat (see the module docstring)."""
+    """One model-played seat (see the module docstring).
+
+    `turn_log` gets one dict per finished turn: {"day", "phase", "prompt" (the
+    turn's prompt text), "output" (generated text with observations),
+    "steps" (thinking / tool / fault / action dicts, in order), "action" (the
+    final command as a dict, or None for a wait), "tokens" {"prompt",
+    "generated", "cached"}}. `on_step(slot, step)`, if set, is called as each
+    step completes, so a server can stream a turn while it runs. Observations
+    come from the seat's own memory: never more than its Views showed it."""
 
     def __init__(self, slot: int, loop: ToolLoop, *, persona: Persona | str | None = None,
                  summaries: Mapping[int, str] | None = None, key: str = "",
@@ -122,19 +137,34 @@ class LLMSeat:
         self.memory = SeatMemory(slot)
         self.metrics = AgentMetrics()
         self.last: TurnResult | None = None
+        self.turn_log: list[dict[str, Any]] = []
+        self.on_step: StepHook | None = None
 
     async def decide(self, obs: View) -> list[Command]:
         self.memory.update(obs)
         if not self.memory.legal:
             self.memory.end_turn()
             return []
+        day, phase = self.memory.day, self.memory.phase
         result = await self.loop.run_turn(
             self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
-            seed=self.seed * 7919 + self.metrics.turns)
+            seed=self.seed * 7919 + self.metrics.turns, on_step=self._step)
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
+        self.turn_log.append({
+            "day": day, "phase": phase, "prompt": result.prompt, "output": result.transcript,
+            "steps": list(result.steps),
+            "action": result.command.to_dict() if result.command is not None else None,
+            "tokens": {"prompt": result.stats.prompt_tokens,
+                       "generated": result.stats.generated_tokens,
+                       "cached": result.stats.cached_tokens},
+        })
         return [result.command] if result.command is not None else []
+
+    def _step(self, step: dict[str, Any]) -> None:
+        if self.on_step is not None:
+            self.on_step(self.slot, step)
 
     def metrics_dict(self) -> dict[str, Any]:
         return self.metrics.to_dict()

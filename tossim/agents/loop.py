@@ -1,31 +1,45 @@
 """The interrupt-and-resume tool loop (seed 003) over token IDs.
 
-One turn of one seat:
+One turn of one seat, XML protocol (the seed's loop exactly):
 
     context = chat template(system prompt, turn context)       token IDs
-    repeat:
-        generate one segment under this turn's grammar:
-            <thinking>…</thinking><tool>arg</tool>   -> run the tool, append
-                <observation>…</observation>, resume
-            <thinking>…</thinking><final action>     -> the turn's Command
+    <thinking> free text ... <check_will>Player 3</check_will>   interrupt: run the tool
+    <observation>...</observation>                             injected by the loop
+    ... the SAME thought resumes (no new <thinking>) ... more tool calls ...
+    </thinking>
+    <final action>                                            the turn's Command
+
+The thought's grammar ends either at a tool's closing tag (the backend stops
+there: nothing may follow a closed tag) or at `</thinking>`; up to
+`max_tool_calls` tools per turn, then tools leave the grammar. The thought
+has a token budget per phase (`think_budget`), shared by all its pieces; when
+it is spent the loop closes the thought at a word boundary itself. Then one
+final action is generated under the final actions' grammar.
+
+JSON protocol (in the spirit of seed 001): one object per step,
+`{"thought": ..., "action": tool, "args": ...}` answered by an observation,
+then the next object, up to the same tool cap and thinking budget, and a last
+object whose action is final.
 
 The context is a list of token IDs that is only ever appended to (generated
 tokens are kept as generated, never re-tokenised), so every resume re-uses the
-backend's prefix cache. A segment cut off by `max_tokens` is closed by the
-loop: a thought is cut at a word boundary and closed, and the action is then
-generated on its own; free text in an action is cut at a word boundary and its
-tag closed; a half-written name is completed with the first legal name it fits.
+backend's prefix cache. Text cut off by `max_tokens` is closed by the loop: a
+thought at a word boundary, free text in an action at a word boundary with its
+tag closed, a half-written name completed with the first legal name it fits.
 An action the engine cannot execute gets a fault observation (seed 002) and
-another try; after the tool cap the grammar offers only final actions, and
-when the turn's token budget is spent the seat waits. So a turn always ends
-with one legal final action (`wait` is one).
+another try (a new thought, then an action); when retries or the turn's token
+budget run out the seat waits. So a turn always ends with one legal final
+action (`wait` is one). Every step (thought, tool call, fault, action) is
+reported to `on_step` as it completes and kept in `TurnResult.steps`.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tossim.agents.actions import fault_observation, to_command
 from tossim.agents.escape import escape_text
@@ -34,7 +48,9 @@ from tossim.agents.grammar import (
     Part,
     choice_parts,
     parts_regex,
+    thinking_regex,
     thought_parts,
+    tool_choices,
     turn_choices,
     turn_regex,
     walk,
@@ -53,24 +69,53 @@ from tossim.inference.base import Backend, GenerationRequest, Tokenizer
 PARSERS = {"xml": xml_protocol.parse, "json": json_protocol.parse}
 
 
+# thinking budget per phase, in tokens (all pieces of one thought together):
+# enough to weigh claims and results before speaking; shorter where the
+# choice is small (a verdict, last words)
+DEFAULT_THINK_BUDGET: dict[str, int] = {
+    "day1": 160, "discussion": 160, "voting": 128, "defense": 128, "judgement": 64,
+    "last_words": 64, "night": 128,
+}
+STEP_KINDS = ("thinking", "tool", "fault", "action")
+StepCallback = Callable[[dict[str, Any]], None]
+_TOOL_TAG = re.compile(r"<([a-z_]+)>[^<]*</\1>\s*$")
+
+
 @dataclass(frozen=True)
 class LoopConfig:
     protocol: str = "xml"
-    max_tool_calls: int = 1
-    think_tokens: int = 32  # one thought
-    action_tokens: int = 48  # one tag after the thought (a speech is the longest)
-    turn_tokens: int = 400  # everything generated in one turn
+    max_tool_calls: int = 4  # tool calls per turn; after that tools leave the grammar
+    # tool calls a thought must make before it may close (0: the model decides);
+    # a spent thinking budget still closes it
+    min_tool_calls: int = 0
+    think_budget: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_THINK_BUDGET))
+    think_tokens: int = 128  # the budget of a phase not in think_budget
+    action_tokens: int = 64  # the final action (a speech is the longest)
+    turn_tokens: int = 640  # everything generated in one turn
     max_retries: int = 2  # final actions refused before the seat waits
+    retry_think_tokens: int = 32  # a thought after a refused action, if the budget is spent
     temperature: float = 0.6
+
+    def budget(self, phase: str) -> int:
+        """The thinking budget (tokens) of one turn in `phase`."""
+        return int(self.think_budget.get(phase, self.think_tokens))
+
+    def scaled(self, factor: float) -> LoopConfig:
+        """The same config with every thinking budget multiplied by `factor`."""
+        from dataclasses import replace
+        return replace(self, think_budget={k: max(8, int(v * factor))
+                                           for k, v in self.think_budget.items()},
+                       think_tokens=max(8, int(self.think_tokens * factor)))
 
 
 @dataclass
 class TurnStats:
     prompt_tokens: int = 0  # the turn's prompt
     generated_tokens: int = 0
+    thinking_tokens: int = 0  # of those, inside thoughts (tool tags included)
     requested_tokens: int = 0  # context sent with each request (the prompt grows per segment)
     cached_tokens: int = 0  # of those, served from the backend's prefix cache
-    segments: int = 0
+    segments: int = 0  # final actions generated (one, plus one per retry)
     tool_calls: int = 0
     truncated: int = 0  # segments closed by the loop after max_tokens
     malformed: int = 0  # segments that did not have the protocol's shape
@@ -88,10 +133,17 @@ class TurnResult:
     action: str  # the final tag (or "wait" when forced)
     transcript: str  # everything generated and observed this turn
     stats: TurnStats
+    prompt: str = ""  # the turn's prompt text (its chat messages)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # see LLMSeat.turn_log
 
 
 def observation(text: str) -> str:
     return f"\n<observation>{text}</observation>\n"
+
+
+def prompt_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """A turn's chat messages as one readable text (for logs and spectators)."""
+    return "".join(f"<|{m['role']}|>\n{m['content']}" for m in messages)
 
 
 def _drop_to_word(tok: Tokenizer, gen: list[int], text: str, text_start: int) -> int:
@@ -106,6 +158,39 @@ def _drop_to_word(tok: Tokenizer, gen: list[int], text: str, text_start: int) ->
     return len(gen)
 
 
+def _keep_chars(tok: Tokenizer, gen: list[int], text: str, n: int) -> tuple[list[int], str]:
+    """The longest run of generated tokens whose text is a prefix of
+    `text[:n]`, and the characters of `text[:n]` they miss (the loop appends
+    those itself, so the context stays append-only)."""
+    for k in range(len(gen), -1, -1):
+        t = tok.decode(gen[:k])
+        if len(t) <= n and text.startswith(t):
+            return gen[:k], text[len(t):n]
+    return [], text[:n]
+
+
+class _Turn:
+    """The mutable state of one turn: the context, transcript and steps."""
+
+    def __init__(self, loop: ToolLoop, memory: SeatMemory, ids: list[int], stats: TurnStats,
+                 on_step: StepCallback | None, key: str, seed: int) -> None:
+        self.loop, self.memory, self.ids, self.stats = loop, memory, ids, stats
+        self.on_step, self.key, self.seed = on_step, key, seed
+        self.transcript: list[str] = []
+        self.steps: list[dict[str, Any]] = []
+        self.requests = 0
+
+    def step(self, kind: str, **data: Any) -> None:
+        entry = {"kind": kind, **data}
+        self.steps.append(entry)
+        if self.on_step is not None:
+            self.on_step(entry)
+
+    def next_seed(self) -> int:
+        self.requests += 1
+        return self.seed * 1000 + self.requests
+
+
 class ToolLoop:
     """Runs turns for seats against one backend (see the module docstring)."""
 
@@ -117,50 +202,32 @@ class ToolLoop:
 
     async def run_turn(self, memory: SeatMemory, *, summaries: Mapping[int, str] | None = None,
                        persona: Persona | str | None = None, key: str = "",
-                       seed: int = 0) -> TurnResult:
+                       seed: int = 0, on_step: StepCallback | None = None) -> TurnResult:
         cfg, tok = self.config, self.backend.tokenizer
         started = time.perf_counter()
         stats = TurnStats()
-        messages = build_messages(memory, summaries, cfg.protocol, persona)
+        messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
-        transcript: list[str] = []
+        t = _Turn(self, memory, ids, stats, on_step, key, seed)
+        think_left = cfg.budget(memory.phase)
         retries = 0
-        step = 0
-        thought = thought_parts(cfg.protocol)
-        if cfg.protocol == "xml":
-            thought = thought[:-1]  # the loop writes the newline after </thinking>
-        thought_rx = parts_regex(thought, cfg.protocol)
         while True:
             if cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries:
                 stats.forced = True
-                return self._done(None, "wait", transcript, stats, started)
-            allow_tools = stats.tool_calls < cfg.max_tool_calls
-            # 1. the thought, closed by the loop if it runs too long
-            text = await self._segment(ids, transcript, stats, thought_rx, cfg.think_tokens,
-                                       thought, key, seed * 1000 + step)
+                t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
+                       '"action": "wait", "args": {}}')
+                return self._done(t, None, "wait", started, messages)
+            if retries and think_left < cfg.retry_think_tokens:
+                think_left = cfg.retry_think_tokens
             if cfg.protocol == "xml":
-                self._append(ids, transcript, "\n")
-                text += "\n"
-            # 2. one tag: a tool call or the final action
-            choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow_tools)
-            rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow_tools,
-                            think=False, protocol=cfg.protocol)
-            text += await self._segment(ids, transcript, stats, rx, cfg.action_tokens,
-                                        choices, key, seed * 1000 + step + 1)
-            step += 2
+                think_left = await self._xml_thought(t, think_left)
+                parsed = await self._xml_action(t)
+            else:
+                parsed, think_left = await self._json_steps(t, think_left)
             stats.segments += 1
-            try:
-                parsed = PARSERS[cfg.protocol](text)
-            except ProtocolError as exc:
-                stats.malformed += 1
+            if parsed is None:  # malformed: already answered with a fault observation
                 retries += 1
-                self._observe(ids, transcript, f"[expression fault] {escape_text(str(exc))} "
-                              "Write exactly one tag.")
-                continue
-            if parsed.kind == "tool":
-                stats.tool_calls += 1
-                self._observe(ids, transcript, run_tool(memory, parsed.name, parsed.tool_arg))
                 continue
             try:
                 cmd = to_command(memory.slot, parsed.name, parsed.args, memory.legal,
@@ -168,44 +235,223 @@ class ToolLoop:
             except IllegalCommand as exc:
                 stats.fault(exc.fault)
                 retries += 1
-                self._observe(ids, transcript, fault_observation(exc, memory.names))
+                text = fault_observation(exc, memory.names)
+                self._observe(t, text)
+                t.step("fault", fault=exc.fault, text=text)
                 continue
-            return self._done(cmd, parsed.name, transcript, stats, started)
+            return self._done(t, cmd, parsed.name, started, messages)
 
-    async def _segment(self, ids: list[int], transcript: list[str], stats: TurnStats,
-                       regex: str, max_tokens: int, shape: Sequence[Part] | Sequence[Choice],
-                       key: str, seed: int) -> str:
-        """Generate under `regex`, append to the context, close it if it was
-        cut off; the text written (with the loop's closing)."""
-        budget = max(1, min(max_tokens, self.config.turn_tokens - stats.generated_tokens))
-        res = await self.backend.generate_one(GenerationRequest(
-            tuple(ids), budget, regex=regex, seed=seed, temperature=self.config.temperature,
-            key=key))
-        stats.generated_tokens += len(res.token_ids)
-        stats.requested_tokens += len(ids)
-        stats.cached_tokens += res.cached_tokens
-        gen, text, closing = list(res.token_ids), res.text, ""
-        if res.finish_reason == "length":
-            stats.truncated += 1
-            gen, text, closing = self._close(gen, text, shape)
-        ids += gen
-        transcript.append(text)
-        if closing:
-            self._append(ids, transcript, closing)
-        return text + closing
+    # ---- XML: one thought with tools inside, then one final action -----------------
+    async def _xml_thought(self, t: _Turn, think_left: int) -> int:
+        """Generate the thought: pieces of free text, each ending in a tool call
+        (run, observed, resumed) or `</thinking>`. Returns the budget left."""
+        cfg, memory = self.config, t.memory
+        opened = False
+        piece_start = len(t.steps)
+        while True:
+            left_turn = cfg.turn_tokens - t.stats.generated_tokens
+            budget = min(think_left, left_turn)
+            if budget <= 0:  # spent: the loop closes the thought
+                if not opened:
+                    self._append(t, "<thinking>")
+                self._append(t, "</thinking>")
+                break
+            allow = t.stats.tool_calls < cfg.max_tool_calls
+            tools = tool_choices(tool_options(memory), memory.names) if allow else []
+            rx = thinking_regex(tools, opened, t.stats.tool_calls >= cfg.min_tool_calls)
+            res_text, gen, finish = await self._generate(t, rx, budget)
+            t.stats.thinking_tokens += len(gen)
+            think_left -= len(gen)
+            head = "" if opened else "<thinking>"
+            tag = _TOOL_TAG.search(res_text)
+            if tag is not None and tag.group(1) == "thinking":
+                tag = None
+            close_at = res_text.find("</thinking>")
+            if tag is not None and (close_at < 0 or close_at > tag.start()):
+                # a tool call inside the thought: interrupt, observe, resume
+                gen, extra = _keep_chars(self.backend.tokenizer, gen, res_text, tag.end())
+                self._take(t, gen, res_text[:tag.end()] if not extra else
+                           self.backend.tokenizer.decode(gen))
+                if extra:
+                    self._append(t, extra)
+                thought = res_text[len(head):tag.start()] if res_text.startswith(head) \
+                    else res_text[:tag.start()]
+                self._thinking_step(t, thought)
+                opened = True
+                try:
+                    parsed = xml_protocol.parse(res_text[tag.start():tag.end()])
+                except ProtocolError as exc:
+                    t.stats.malformed += 1
+                    text = f"[expression fault] {escape_text(str(exc))}"
+                    self._observe(t, text)
+                    t.step("fault", fault="expression", text=text)
+                    continue
+                if parsed.kind != "tool":  # unguided: a final action inside the thought
+                    t.stats.malformed += 1
+                    text = ("[expression fault] Close your thought with </thinking> "
+                            "before the final action.")
+                    self._observe(t, text)
+                    t.step("fault", fault="expression", text=text)
+                    continue
+                t.stats.tool_calls += 1
+                obs = run_tool(memory, parsed.name, parsed.tool_arg)
+                self._observe(t, obs)
+                t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
+                continue
+            if close_at >= 0:
+                end = close_at + len("</thinking>")
+                gen, extra = _keep_chars(self.backend.tokenizer, gen, res_text, end)
+                self._take(t, gen, self.backend.tokenizer.decode(gen))
+                if extra:
+                    self._append(t, extra)
+                body = res_text[:close_at]
+                self._thinking_step(t, body[len(head):] if body.startswith(head) else body)
+                break
+            # cut off (or, unguided, no end at all): close at a word boundary
+            if finish == "length":
+                t.stats.truncated += 1
+            else:
+                t.stats.malformed += 1
+            kept, closing, thought = self._close_thought(gen, res_text, head)
+            self._take(t, kept, self.backend.tokenizer.decode(kept))
+            self._append(t, closing)
+            self._thinking_step(t, thought)
+            break
+        if len(t.steps) == piece_start:  # nothing was thought (budget 0)
+            self._thinking_step(t, "")
+        self._append(t, "\n")
+        return think_left
 
-    def _append(self, ids: list[int], transcript: list[str], text: str) -> None:
-        ids += self.backend.tokenizer.encode(text)
-        transcript.append(text)
+    def _close_thought(self, gen: list[int], text: str, head: str
+                       ) -> tuple[list[int], str, str]:
+        """Tokens to keep, the closing to append and the thought's text, for a
+        thought cut off by max_tokens: a half-written tool tag is dropped,
+        free text ends at a word boundary, then `</thinking>`."""
+        tok = self.backend.tokenizer
+        lt = text.find("<", len(head)) if text.startswith(head) else -1
+        if not text.startswith(head):  # cut inside "<thinking>" itself
+            return [], head + "</thinking>", ""
+        if lt >= 0:  # drop a half-written tag
+            gen, extra = _keep_chars(tok, gen, text, lt)
+            text = tok.decode(gen) + extra
+            if extra:
+                return gen, extra + "</thinking>", text[len(head):]
+        keep = _drop_to_word(tok, gen, text, len(head)) if len(text) > len(head) else len(gen)
+        kept = gen[:keep]
+        kept_text = tok.decode(kept)
+        if not text.startswith(kept_text) or len(kept_text) < len(head):
+            kept, kept_text = gen, text
+        return kept, "</thinking>", kept_text[len(head):]
 
-    def _observe(self, ids: list[int], transcript: list[str], text: str) -> None:
-        self._append(ids, transcript, observation(text))
+    async def _xml_action(self, t: _Turn) -> Any:
+        """The final action after the thought (tools are not allowed here)."""
+        memory = t.memory
+        choices = turn_choices(memory.legal, memory.names, (), False)
+        rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml")
+        text = await self._segment(t, rx, self.config.action_tokens, choices)
+        t.step("action", text=text.strip())
+        try:
+            parsed = xml_protocol.parse(text)
+        except ProtocolError as exc:
+            self._malformed(t, str(exc))
+            return None
+        if parsed.kind != "final":
+            self._malformed(t, "Tools are called inside <thinking>; write one final action.")
+            return None
+        return parsed
+
+    # ---- JSON: one object per step ----------------------------------------------------
+    async def _json_steps(self, t: _Turn, think_left: int) -> tuple[Any, int]:
+        """Objects {"thought", "action", "args"} until a final action (tools up
+        to the cap, thoughts within the budget)."""
+        cfg, memory = self.config, t.memory
+        thought = thought_parts("json")
+        thought_rx = parts_regex(thought, "json")
+        while True:
+            budget = max(1, min(max(think_left, 8), cfg.turn_tokens - t.stats.generated_tokens))
+            before = t.stats.generated_tokens
+            text = await self._segment(t, thought_rx, budget, thought)
+            think_left -= t.stats.generated_tokens - before
+            t.stats.thinking_tokens += t.stats.generated_tokens - before
+            allow = t.stats.tool_calls < cfg.max_tool_calls and think_left > 0
+            choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow)
+            rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow,
+                            think=False, protocol="json")
+            tail = await self._segment(t, rx, cfg.action_tokens, choices)
+            text += tail
+            try:
+                parsed = json_protocol.parse(text)
+            except ProtocolError as exc:
+                self._malformed(t, str(exc))
+                return None, think_left
+            self._thinking_step(t, parsed.thought)
+            if parsed.kind == "tool":
+                t.stats.tool_calls += 1
+                obs = run_tool(memory, parsed.name, parsed.tool_arg)
+                self._observe(t, obs)
+                t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
+                continue
+            t.step("action", text=tail.strip())
+            return parsed, think_left
+
+    # ---- shared -----------------------------------------------------------------------
+    def _malformed(self, t: _Turn, why: str) -> None:
+        t.stats.malformed += 1
+        text = f"[expression fault] {escape_text(why)} Write exactly one tag."
+        if self.config.protocol == "json":
+            text = f"[expression fault] {escape_text(why)} Write exactly one JSON object."
+        self._observe(t, text)
+        t.step("fault", fault="expression", text=text)
 
     @staticmethod
-    def _done(cmd: Command | None, action: str, transcript: list[str], stats: TurnStats,
-              started: float) -> TurnResult:
-        stats.seconds = time.perf_counter() - started
-        return TurnResult(cmd, action, "".join(transcript), stats)
+    def _thinking_step(t: _Turn, text: str) -> None:
+        t.step("thinking", text=text.strip())
+
+    async def _generate(self, t: _Turn, regex: str, max_tokens: int
+                        ) -> tuple[str, list[int], str]:
+        """One request on the current context: (text, token IDs, finish reason)."""
+        res = await self.backend.generate_one(GenerationRequest(
+            tuple(t.ids), max(1, max_tokens), regex=regex, seed=t.next_seed(),
+            temperature=self.config.temperature, key=t.key))
+        t.stats.generated_tokens += len(res.token_ids)
+        t.stats.requested_tokens += len(t.ids)
+        t.stats.cached_tokens += res.cached_tokens
+        return res.text, list(res.token_ids), res.finish_reason
+
+    def _take(self, t: _Turn, gen: list[int], text: str) -> None:
+        """Append generated tokens as they are (never re-tokenised)."""
+        t.ids += gen
+        t.transcript.append(text)
+
+    async def _segment(self, t: _Turn, regex: str, max_tokens: int,
+                       shape: Sequence[Part] | Sequence[Choice]) -> str:
+        """Generate under `regex`, append to the context, close it if it was
+        cut off; the text written (with the loop's closing)."""
+        budget = max(1, min(max_tokens, self.config.turn_tokens - t.stats.generated_tokens))
+        text, gen, finish = await self._generate(t, regex, budget)
+        closing = ""
+        if finish == "length":
+            t.stats.truncated += 1
+            gen, text, closing = self._close(gen, text, shape)
+        self._take(t, gen, text)
+        if closing:
+            self._append(t, closing)
+        return text + closing
+
+    def _append(self, t: _Turn, text: str) -> None:
+        """Text the loop writes itself (observations, closings)."""
+        t.ids += self.backend.tokenizer.encode(text)
+        t.transcript.append(text)
+
+    def _observe(self, t: _Turn, text: str) -> None:
+        self._append(t, observation(text))
+
+    @staticmethod
+    def _done(t: _Turn, cmd: Command | None, action: str, started: float,
+              messages: Sequence[Mapping[str, str]]) -> TurnResult:
+        t.stats.seconds = time.perf_counter() - started
+        return TurnResult(cmd, action, "".join(t.transcript), t.stats,
+                          prompt=prompt_text(messages), steps=t.steps)
 
     def _close(self, gen: list[int], text: str, shape: Sequence[Part] | Sequence[Choice]
                ) -> tuple[list[int], str, str]:

@@ -131,6 +131,19 @@ class SeatMemory:
     def tool_results_today(self) -> list[ToolRecord]:
         return [t for t in self.tool_log if t.day == self.day]
 
+    def own_choices(self) -> dict[int, dict[str, Any]]:
+        """Night -> this seat's last night choice that night (`night.chosen`,
+        `jail.chosen`, a Mafia member's own `night.mafia_chosen`, or
+        `night.cancel`), from its own events only."""
+        out: dict[int, dict[str, Any]] = {}
+        for e in self.events:
+            key = e["key"]
+            mine = key != "night.mafia_chosen" or e.get("data", {}).get("actor") == self.slot
+            if mine and key in ("night.chosen", "night.cancel", "night.mafia_chosen",
+                                "jail.chosen", "jail.cancel"):
+                out[e["day"]] = e
+        return out
+
     def private_results(self) -> list[dict[str, Any]]:
         """This seat's own night results and other messages addressed to it alone."""
         return [e for e in self.events

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.agents.async_match import AsyncMatchResult, AsyncSeat, play_match_async
@@ -14,7 +14,7 @@ from tossim.agents.llm_seat import AgentMetrics, LLMSeat
 from tossim.agents.loop import LoopConfig, ToolLoop
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import persona_for
-from tossim.agents.summarize import write_summary
+from tossim.agents.summarize import SummaryStats, write_summary
 from tossim.engine.state import Game, GameConfig
 from tossim.inference.base import Backend
 
@@ -28,6 +28,7 @@ class ModelMatch:
     result: AsyncMatchResult
     seats: dict[int, LLMSeat]
     seconds: float
+    summary_stats: SummaryStats = field(default_factory=SummaryStats)
 
     def total(self) -> AgentMetrics:
         out = AgentMetrics()
@@ -43,7 +44,8 @@ class ModelMatch:
             d["engine_faults"] = self.result.faults.get(slot, 0)
             d["errors"] = self.result.errors.get(slot, 0)
             per_seat[str(slot)] = d
-        return {"seats": per_seat, "total": self.total().to_dict()}
+        return {"seats": per_seat, "total": self.total().to_dict(),
+                "summaries": self.summary_stats.to_dict()}
 
 
 async def play_model_match(config: GameConfig, backend: Backend, *,
@@ -60,8 +62,11 @@ async def play_model_match(config: GameConfig, backend: Backend, *,
                         key=f"match{config.seed}:{s}", seed=config.seed * 100 + s)
              for s in slots}
 
+    summary_stats = SummaryStats()
+
     async def summarize(memory: SeatMemory, day: int) -> str:
-        return await write_summary(backend, memory, day, seed=config.seed + day)
+        return await write_summary(backend, memory, day, seed=config.seed + day,
+                                   stats=summary_stats)
 
     start = getattr(backend, "start", None)
     if start is not None:  # e.g. the openai backend's structured-output self-test
@@ -72,4 +77,4 @@ async def play_model_match(config: GameConfig, backend: Backend, *,
         config, table, max_days=max_days,
         rounds=DEFAULT_ROUNDS if rounds is None else rounds, summaries=book,
         summarize=summarize if summaries_by_model else None, on_phase=on_phase, until=until)
-    return ModelMatch(result, seats, time.perf_counter() - started)
+    return ModelMatch(result, seats, time.perf_counter() - started, summary_stats)

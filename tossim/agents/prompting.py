@@ -11,6 +11,8 @@ escaped with `escape.escape_text` before it is placed in a prompt.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -83,7 +85,7 @@ def _identity_extra(memory: SeatMemory) -> list[str]:
 
 
 def render_system(memory: SeatMemory, protocol: str = "xml",
-                  persona: Persona | str | None = None) -> str:
+                  persona: Persona | str | None = None, max_tools: int = 4) -> str:
     """The seat's system prompt. It changes only when the seat's role does
     (a Mafioso promoted to Godfather, an Executioner turned Jester)."""
     if protocol not in PROTOCOLS:
@@ -98,6 +100,7 @@ def render_system(memory: SeatMemory, protocol: str = "xml",
              for t in TOOLS.values()]
     text = persona.text if isinstance(persona, Persona) else persona
     return render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
+                   max_tools=max_tools,
                    name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
                    identity_extra=_identity_extra(memory), persona=text)
 
@@ -166,37 +169,97 @@ def _state_lines(memory: SeatMemory) -> list[str]:
     return out
 
 
+def _example_name(memory: SeatMemory, options: Sequence[str]) -> str:
+    """A real name for an example (rotated by seat, so seats that copy an
+    example do not all name the same player)."""
+    if not options:
+        return "Player 1"
+    return options[memory.slot % len(options)]
+
+
+def _speech_example(memory: SeatMemory, name: str) -> str:
+    """A real sentence for the speech example (never a placeholder word that
+    a small model would copy into the chat)."""
+    lines = (f"{name}, what is your role? Tell us before we vote.",
+             f"I do not trust {name} yet. Who can confirm their claim?",
+             f"Has anyone checked {name}? Share your results with the town.")
+    return lines[memory.slot % len(lines)]
+
+
 def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
-    """The final actions available now, with their allowed arguments."""
+    """The final actions available now, each with an example in real words
+    (a real name, a real sentence) and its allowed arguments."""
     channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
     ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
+    role = escape_text(str(memory.you.get("role") or "Townie"))
     out = []
     for c in turn_choices(memory.legal, memory.names, allow_tools=False):
-        opts = ", ".join(escape_text(o) for o in (c.attr_options or c.options))
-        if protocol == "json":
-            call = f'"{c.tag}"'
-        elif c.tag == "whisper":
-            call = '<whisper to="NAME">message</whisper>'
-        elif c.arg in ("none",):
-            call = f"<{c.tag}></{c.tag}>"
+        opts = [escape_text(o) for o in (c.attr_options or c.options)]
+        name = _example_name(memory, opts)
+        speech = _speech_example(memory, name)
+        will = " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
+                                                 for line in results_lines(memory)[-2:])])
+        if c.tag == "whisper":
+            args: dict[str, Any] = {"target": name, "text": speech}
+            call = f'<whisper to="{name}">{speech}</whisper>'
+        elif c.arg == "none":
+            args, call = {}, f"<{c.tag}></{c.tag}>"
         elif c.arg == "names2":
-            call = f"<{c.tag}>NAME and NAME</{c.tag}>"
+            two = opts[:2] if len(opts) > 1 else [name, name]
+            args = {"targets": two}
+            call = f"<{c.tag}>{two[0]} and {two[1]}</{c.tag}>"
         elif c.arg in ("names", "self"):
-            call = f"<{c.tag}>{'yourself' if c.arg == 'self' else 'NAME'}</{c.tag}>"
+            who = "yourself" if c.arg == "self" else name
+            args = {"targets": [who]} if c.tag == "night" else {"target": who}
+            call = f"<{c.tag}>{who}</{c.tag}>"
         elif c.tag == "judge":
-            call = "<judge>VERDICT</judge>"
+            args, call = {"verdict": opts[0]}, f"<judge>{opts[0]}</judge>"
         else:
-            call = f"<{c.tag}>text</{c.tag}>"
+            text = speech if c.tag == "speak" else will
+            if c.tag == "death_note":
+                text = "We know your secret."
+            args, call = {"text": text}, f"<{c.tag}>{text}</{c.tag}>"
+        if protocol == "json":
+            call = json.dumps({"action": c.tag, "args": args}, ensure_ascii=False)
         what = {
-            "speak": f"talk ({channel} chat)", "whisper": "whisper to", "wait": "do nothing",
-            "vote": "put on trial", "judge": "your verdict", "night": ability or "night ability",
+            "speak": f"talk ({channel} chat, at least 3 words)", "whisper": "whisper to",
+            "wait": "do nothing", "vote": "put on trial", "judge": "your verdict",
+            "night": ability or "night ability",
             "will": "replace your last will", "death_note": "replace your death note",
             "reveal": "reveal yourself as the Mayor", "jail": "jail tonight",
             "seance": "hold a seance tonight with",
         }[c.tag]
         if opts and c.arg != "self":
-            what += ": " + opts
+            what += ": " + ", ".join(opts)
         out.append(f"{call} - {what}")
+    return out
+
+
+CHOICE_KEYS = frozenset({"night.chosen", "night.cancel", "night.mafia_chosen", "jail.chosen",
+                         "jail.cancel"})
+_CHOSEN = re.compile(r"(?:decided to|will) (.+?) tonight\.$")
+
+
+def results_lines(memory: SeatMemory) -> list[str]:
+    """Every private result of the game so far, oldest first, each with its
+    night and the target this seat chose that night ("Night 2 - you chose to
+    investigate Player 5: Your target could be ..."). Built only from the
+    seat's own events (its Views)."""
+    choices = memory.own_choices()
+    out = []
+    for e in memory.private_results():
+        if e["key"] in CHOICE_KEYS:
+            continue
+        text = escape_text(e["text"])
+        if e["phase"] != "night":
+            out.append(f"Day {e['day']}: {text}")
+            continue
+        chosen = choices.get(e["day"])
+        m = _CHOSEN.search(chosen["text"]) if chosen is not None else None
+        if m is not None:
+            out.append(f"Night {e['day']} - you chose to {escape_text(m.group(1))}: {text}")
+        else:
+            out.append(f"Night {e['day']}: {text}")
     return out
 
 
@@ -206,7 +269,8 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
     their summary (escaped here: model-written text quotes players)."""
     new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
     public = [_event_line(e) for e in new if e["audience"] == "public"]
-    private = [_event_line(e) for e in new if e["audience"] != "public"]
+    shown = {id(e) for e in memory.private_results() if e["key"] not in CHOICE_KEYS}
+    private = [_event_line(e) for e in new if e["audience"] != "public" and id(e) not in shown]
     chat = [format_chat(memory, e) for e in memory.chat(memory.day)]
     tool_results = [f"{t.tool}({escape_text(t.arg)}): {escape_text(t.observation)}"
                     for t in memory.tool_results_today()]
@@ -214,13 +278,14 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
         (d, escape_text(s)) for d, s in (summaries or {}).items() if d < memory.day)
     return render_template("turn.j2", phase_label=memory.phase_label, roster=roster_lines(memory),
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
+                   results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
                    actions=action_lines(memory, protocol))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
-                   protocol: str = "xml",
-                   persona: Persona | str | None = None) -> list[dict[str, str]]:
+                   protocol: str = "xml", persona: Persona | str | None = None,
+                   max_tools: int = 4) -> list[dict[str, str]]:
     """Chat messages for a turn: the system prompt and the turn context."""
-    return [{"role": "system", "content": render_system(memory, protocol, persona)},
+    return [{"role": "system", "content": render_system(memory, protocol, persona, max_tools)},
             {"role": "user", "content": render_turn(memory, summaries, protocol)}]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from tossim.agents.escape import escape_text, quote
@@ -87,11 +88,30 @@ SUMMARY_SYSTEM = ("You write short, factual summaries of a Town of Salem day for
 SUMMARY_REGEX = r"[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x09\x0b-\x1f\x7f-\x9f]*"
 
 
+@dataclass
+class SummaryStats:
+    """How the day summaries of a game were written: by the model, or by the
+    extractive fallback (the model failed or wrote nothing usable)."""
+
+    model: int = 0
+    fallback: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self.model + self.fallback
+        return {"model": self.model, "fallback": self.fallback,
+                "fallback_rate": round(self.fallback / total, 3) if total else 0.0}
+
+
 async def write_summary(backend: Backend, memory: SeatMemory, day: int,
-                        max_tokens: int = 96, seed: int = 0) -> str:
+                        max_tokens: int = 96, seed: int = 0,
+                        stats: SummaryStats | None = None) -> str:
     """A model-written summary of Day `day` from a public viewer's memory, cut
     at a sentence or word boundary when the model runs out of tokens; the
-    extractive fallback when it writes nothing usable or the backend fails."""
+    extractive fallback when it writes nothing usable or the backend fails
+    (counted in `stats`). The grammar is free text: it is complete after one
+    character, so it is the model's EOS (or max_tokens) that ends a summary,
+    never the grammar (see the local backend's end-state rule)."""
+    stats = stats if stats is not None else SummaryStats()
     tok = backend.tokenizer
     messages = [{"role": "system", "content": SUMMARY_SYSTEM},
                 {"role": "user", "content": summary_prompt(memory, day)}]
@@ -101,12 +121,16 @@ async def write_summary(backend: Backend, memory: SeatMemory, day: int,
             temperature=0.3))
     except Exception:  # a summary is never worth losing the game over
         log.exception("summary of day %d failed; using the extractive one", day)
+        stats.fallback += 1
         return fallback_summary(memory, day)
     text = " ".join(res.text.split())
     if res.finish_reason == "length":
         text = trim_summary(text)
     if len(text) < 12:
+        log.warning("summary of day %d too short (%r); using the extractive one", day, text)
+        stats.fallback += 1
         return fallback_summary(memory, day)
+    stats.model += 1
     return text
 
 

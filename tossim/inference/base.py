@@ -96,6 +96,7 @@ class BackendStats:
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
     decode_steps: int = 0
+    prefill_passes: int = 0  # forward passes that prefilled new rows (several rows per pass)
 
     def add(self, results: Sequence[GenerationResult], seconds: float) -> None:
         self.requests += len(results)
@@ -113,7 +114,8 @@ class BackendStats:
                 "cached_tokens": self.cached_tokens, "generated_tokens": self.generated_tokens,
                 "seconds": round(self.seconds, 3),
                 "prefill_seconds": round(self.prefill_seconds, 3),
-                "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps}
+                "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps,
+                "prefill_passes": self.prefill_passes}
 
 
 class Backend(abc.ABC):

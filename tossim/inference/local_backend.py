@@ -20,12 +20,15 @@ user's cache directory (`TOSSIM_MODEL_CACHE`, default
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import importlib.util
 import logging
 import os
 import queue
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -149,6 +152,11 @@ class LocalBackend(Backend):
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
         self._closing = False
+        self._end_states: dict[tuple[str, int], bool] = {}
+        # the scheduler thread must be stopped before the interpreter exits:
+        # a daemon thread killed inside a torch op aborts the process
+        # ("terminate called without an active exception")
+        atexit.register(_shutdown_ref, weakref.ref(self))
 
     @property
     def label(self) -> str:
@@ -160,14 +168,17 @@ class LocalBackend(Backend):
         from outlines_core import Index
         return Index(regex, self.vocabulary)
 
-    def _guide(self, req: GenerationRequest) -> Any:
-        from outlines_core import Guide
+    def _regex(self, req: GenerationRequest) -> str | None:
         regex = req.regex
         if regex is None and req.json_schema is not None:
             import json
 
             from outlines_core.json_schema import build_regex_from_schema
             regex = build_regex_from_schema(json.dumps(req.json_schema))
+        return regex
+
+    def _guide(self, regex: str | None) -> Any:
+        from outlines_core import Guide
         return Guide(self._index(regex)) if regex is not None else None
 
     # ---- KV caches ---------------------------------------------------------------------
@@ -223,6 +234,7 @@ class LocalBackend(Backend):
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
+                self._closing = False
                 self._worker = threading.Thread(target=self._serve, name="tossim-local-backend",
                                                 daemon=True)
                 self._worker.start()
@@ -242,6 +254,10 @@ class LocalBackend(Backend):
                     except queue.Empty:
                         break
                     if item is None:  # close()
+                        closed = BackendUnavailable("the backend was closed")
+                        batch.fail(closed)
+                        for _req, fut, loop in admitted:
+                            _call_soon(loop, fut, None, closed)
                         return
                     wait = False
                     admitted.append(item)
@@ -253,8 +269,25 @@ class LocalBackend(Backend):
                     log.exception("local backend: generation failed")
                     batch.fail(exc)
                     for _req, fut, loop in admitted:
-                        loop.call_soon_threadsafe(_resolve, fut, None, exc)
+                        _call_soon(loop, fut, None, exc)
                     batch = _Batch(self)
+            batch.fail(BackendUnavailable("the backend was closed"))
+
+    def _only_eos(self, guide: Any, regex: str) -> bool:
+        """Whether the guide has reached its end: a final state from which only
+        EOS may follow. A final state that still allows more text (a summary
+        after its first word, free text that may go on) is NOT an end: the row
+        keeps sampling, and EOS (allowed there) or max_tokens ends it. Cached
+        per (index, state): `get_tokens` lists the whole vocabulary in free text."""
+        if not guide.is_finished():
+            return False
+        key = (regex, int(guide.get_state()))
+        hit = self._end_states.get(key)
+        if hit is None:
+            allowed = guide.get_tokens()
+            hit = all(t == self.eos_id for t in allowed)
+            self._end_states[key] = hit
+        return hit
 
     def _bitmask(self) -> Any:
         from outlines_core.kernels.torch import allocate_token_bitmask
@@ -272,10 +305,29 @@ class LocalBackend(Backend):
                 return ids[:k]
         return ids
 
-    async def close(self) -> None:
-        self._closing = True
-        self._inbox.put(None)
+    def shutdown(self, timeout: float = 60.0) -> None:
+        """Stop the scheduler thread and wait for it (blocking; `close` is the
+        async form). Requests still decoding get an error."""
+        with self._worker_lock:
+            worker = self._worker
+            self._closing = True
+            self._inbox.put(None)
+            current = threading.current_thread()
+            if worker is not None and worker.is_alive() and worker is not current:
+                worker.join(timeout)
+            while True:  # a sentinel the thread did not read would stop the next one
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    _req, fut, loop = item
+                    _call_soon(loop, fut, None, BackendUnavailable("the backend was closed"))
+            self._worker = None
         self._caches.clear()
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.shutdown)
 
 
 @dataclass
@@ -289,6 +341,7 @@ class _Row:
     fed: int  # tokens whose KV is in the batch cache
     cached: int  # prompt tokens served from a prefix cache
     started: float
+    regex: str = ""  # the guide's regex (its end states are cached per regex)
     out: list[int] = field(default_factory=list)
     finish: str | None = None
 
@@ -370,25 +423,44 @@ class _Batch:
         the batch (everything re-padded to the longest row)."""
         torch, b = self.torch, self.b
         started = time.perf_counter()
-        new_kv, new_logits, rows = [], [], []
+        new_kv: list[Any] = []
+        new_logits: list[Any] = []
+        rows: list[_Row] = []
+        warm: list[tuple[GenerationRequest, Any, Any, tuple[int, ...], Any, int]] = []
         for req, fut, loop in items:
             ids = tuple(req.prompt_ids)
             cache, hit = b._take_cache(req.key, ids)
+            if hit > 0 and hit >= len(ids) // 2:
+                warm.append((req, fut, loop, ids, cache, hit))  # prefilled together below
+                continue
+            # a cold row (most of its context new) is prefilled on its own at once,
+            # so the rows after it in this admission share the head it computed
             out = b.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
                           logits_to_keep=1)
+            b.stats.prefill_passes += 1
             layers = [(layer.keys, layer.values) for layer in cache.layers]
-            if req.key:  # later requests of this batch share its head at once
+            if req.key:
                 b._keep(req.key, ids, layers)
-            new_kv.append(layers)
-            new_logits.append(out.logits[0, -1])
-            gen = torch.Generator()
-            gen.manual_seed(req.seed if req.seed is not None else 0)
-            guide = b._guide(req)
-            bitmask = b._bitmask() if guide is not None else None
-            rows.append(_Row(req, fut, loop, guide, bitmask, gen, len(ids), hit, started))
-            b.stats.requests += 1
-            b.stats.prompt_tokens += len(ids)
-            b.stats.cached_tokens += hit
+            self._new_row(rows, new_kv, new_logits, req, fut, loop, ids, hit, layers,
+                          out.logits[0, -1], started)
+        if len(warm) == 1:
+            req, fut, loop, ids, cache, hit = warm[0]
+            out = b.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
+                          logits_to_keep=1)
+            b.stats.prefill_passes += 1
+            layers = [(layer.keys, layer.values) for layer in cache.layers]
+            if req.key:
+                b._keep(req.key, ids, layers)
+            self._new_row(rows, new_kv, new_logits, req, fut, loop, ids, hit, layers,
+                          out.logits[0, -1], started)
+        elif warm:
+            for (req, fut, loop, ids, hit), layers, logits in zip(
+                    [(w[0], w[1], w[2], w[3], w[5]) for w in warm],
+                    *self._prefill_together([(w[3], w[4], w[5]) for w in warm]), strict=True):
+                if req.key:
+                    b._keep(req.key, ids, layers)
+                self._new_row(rows, new_kv, new_logits, req, fut, loop, ids, hit, layers,
+                              logits, started)
         width = max([self.width, *(r.fed for r in rows)])
         pad = torch.nn.functional.pad
         n_layers = len(new_kv[0])
@@ -415,6 +487,61 @@ class _Batch:
         b.stats.largest_batch = max(b.stats.largest_batch, len(self.rows))
         b.stats.prefill_seconds += time.perf_counter() - started
 
+    def _new_row(self, rows: list[_Row], new_kv: list[Any], new_logits: list[Any],
+                 req: GenerationRequest, fut: Any, loop: Any, ids: tuple[int, ...], hit: int,
+                 layers: list[tuple[Any, Any]], logits: Any, started: float) -> None:
+        b = self.b
+        new_kv.append(layers)
+        new_logits.append(logits)
+        gen = self.torch.Generator()
+        gen.manual_seed(req.seed if req.seed is not None else 0)
+        regex = b._regex(req)
+        guide = b._guide(regex)
+        bitmask = b._bitmask() if guide is not None else None
+        rows.append(_Row(req, fut, loop, guide, bitmask, gen, len(ids), hit, started,
+                         regex or ""))
+        b.stats.requests += 1
+        b.stats.prompt_tokens += len(ids)
+        b.stats.cached_tokens += hit
+
+    def _prefill_together(self, items: list[tuple[tuple[int, ...], Any, int]]
+                          ) -> tuple[list[list[tuple[Any, Any]]], list[Any]]:
+        """Prefill several rows in ONE forward pass: each row's cached prefix
+        left-padded to the longest, its new tokens right-padded to the longest,
+        a mask over both paddings and per-row positions. Returns each row's
+        full KV (padding dropped, batch size 1) and its next-token logits."""
+        torch, b = self.torch, self.b
+        from transformers import DynamicCache
+        hits = [h for _, _, h in items]
+        news = [len(ids) - h for ids, _, h in items]
+        p_len, n_len = max(hits), max(news)
+        pad = torch.nn.functional.pad
+        past: Any = DynamicCache()
+        n_layers = len(items[0][1].layers)
+        for li in range(n_layers):
+            ks = [pad(c.layers[li].keys, (0, 0, p_len - h, 0)) for _, c, h in items]
+            vs = [pad(c.layers[li].values, (0, 0, p_len - h, 0)) for _, c, h in items]
+            past.update(torch.cat(ks), torch.cat(vs), li)
+        filler = b.eos_id
+        input_ids = torch.tensor([list(ids[h:]) + [filler] * (n_len - (len(ids) - h))
+                                  for ids, _, h in items])
+        mask = torch.zeros((len(items), p_len + n_len), dtype=torch.long)
+        for i, (h, n) in enumerate(zip(hits, news, strict=True)):
+            mask[i, p_len - h:p_len + n] = 1
+        positions = torch.stack([torch.arange(h, h + n_len) for h in hits])
+        out = b.model.model(input_ids=input_ids, past_key_values=past, attention_mask=mask,
+                            position_ids=positions, use_cache=True)
+        b.stats.prefill_passes += 1
+        last = out.last_hidden_state[torch.arange(len(items)), torch.tensor(news) - 1]
+        logits = b.model.lm_head(last)
+        layers_per_row = []
+        for i, (h, n) in enumerate(zip(hits, news, strict=True)):
+            lo, hi = p_len - h, p_len + n
+            layers_per_row.append([(layer.keys[i:i + 1, :, lo:hi, :].clone(),
+                                    layer.values[i:i + 1, :, lo:hi, :].clone())
+                                   for layer in past.layers])
+        return layers_per_row, [logits[i] for i in range(len(items))]
+
     def step(self) -> None:
         """Sample one token per row, retire finished rows, feed the rest."""
         from outlines_core.kernels.torch import (
@@ -428,7 +555,7 @@ class _Batch:
             r = row.request
             logits = self.logits[i:i + 1].float()
             if row.guide is not None:
-                if row.guide.is_finished():
+                if b._only_eos(row.guide, row.regex):
                     row.finish = "stop"
                     tokens.append(b.eos_id)
                     continue
@@ -448,7 +575,7 @@ class _Batch:
                 row.guide.advance(token_id=tok, return_tokens=False)
             if len(row.out) >= r.max_tokens:
                 row.finish = "length"
-            elif ((row.guide is not None and row.guide.is_finished())
+            elif ((row.guide is not None and b._only_eos(row.guide, row.regex))
                   or (r.stop and b._hits_stop(row.out, r.stop))):
                 row.finish = "stop"
         keep = [i for i, row in enumerate(self.rows) if row.finish is None]
@@ -509,11 +636,24 @@ class _Batch:
             cached_tokens=row.cached, seconds=time.perf_counter() - row.started)
         b.stats.generated_tokens += len(gen)
         b.stats.seconds += result.seconds
-        row.loop.call_soon_threadsafe(_resolve, row.future, result, None)
+        _call_soon(row.loop, row.future, result, None)
 
     def fail(self, exc: BaseException) -> None:
         for row in self.rows:
-            row.loop.call_soon_threadsafe(_resolve, row.future, None, exc)
+            _call_soon(row.loop, row.future, None, exc)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[GenerationResult],
+               result: GenerationResult | None, exc: BaseException | None) -> None:
+    """Resolve a future from the scheduler thread (its loop may be gone)."""
+    with contextlib.suppress(RuntimeError):  # a closed event loop: nobody waits any more
+        loop.call_soon_threadsafe(_resolve, fut, result, exc)
+
+
+def _shutdown_ref(ref: weakref.ReferenceType[LocalBackend]) -> None:
+    backend = ref()
+    if backend is not None:
+        backend.shutdown(timeout=30.0)
 
 
 def _resolve(fut: asyncio.Future[GenerationResult], result: GenerationResult | None,

@@ -61,3 +61,11 @@ def unavailable_reason(name: str, openai_url: str | None = None) -> str | None:
         return None if (openai_url or os.environ.get("TOSSIM_OPENAI_URL")) else \
             "no OpenAI-compatible server is configured (TOSSIM_OPENAI_URL)"
     return f"unknown backend {name!r}"
+
+
+async def close_shared_backends() -> None:
+    """Close every process-wide backend (the server's shutdown calls it; a
+    local backend also stops its thread at exit on its own)."""
+    while _shared:
+        _, backend = _shared.popitem()
+        await backend.close()

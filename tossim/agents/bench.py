@@ -1,0 +1,103 @@
+"""`tossim bench agents`: model seats playing the same days twice, batched and
+one request at a time, with the figures that say where the time goes.
+
+Rates are wall-clock (the match's elapsed seconds), never sums of per-request
+seconds (rows decoded together overlap, so those sums overcount time). Each
+run's backend is closed (its scheduler thread stopped and joined) before the
+next one starts and before the process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tossim.agents.loop import LoopConfig
+from tossim.agents.model_match import ModelMatch, play_model_match
+from tossim.engine.state import GameConfig
+from tossim.inference.base import Backend, BackendStats
+from tossim.inference.registry import make_backend
+
+
+@dataclass
+class BenchRun:
+    label: str
+    match: ModelMatch
+    stats: BackendStats
+
+    @property
+    def actions_per_s(self) -> float:
+        return self.match.total().turns / max(self.match.seconds, 1e-9)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per wall-clock second."""
+        return self.stats.generated_tokens / max(self.match.seconds, 1e-9)
+
+
+def play_once(backend: Backend, config: GameConfig, loop_config: LoopConfig, days: int,
+              max_batch: int) -> tuple[ModelMatch, BackendStats]:
+    backend.max_batch = max_batch
+
+    async def go() -> ModelMatch:
+        try:
+            return await play_model_match(config, backend, loop_config=loop_config,
+                                          max_days=days)
+        finally:
+            await backend.close()
+
+    match = asyncio.run(go())
+    return match, backend.stats
+
+
+def report_lines(run: BenchRun) -> list[str]:
+    t, stats, m = run.match.total(), run.stats, run.match
+    turns = max(t.turns, 1)
+    summaries = m.summary_stats.to_dict()
+    step_ms = 1000 * stats.decode_seconds / max(stats.decode_steps, 1)
+    return [
+        f"  {run.label}: {t.turns} actions in {m.seconds:.1f} s = {run.actions_per_s:.3f} "
+        f"actions/s; {stats.generated_tokens} tokens generated = {run.tokens_per_s:.1f} "
+        f"tokens/s (wall clock); largest batch {stats.largest_batch}",
+        f"    malformed {t.malformed / turns:.1%} ({t.malformed}), forced waits {t.forced}, "
+        f"engine rejections {sum(m.result.faults.values())}, truncated segments "
+        f"{t.truncated}",
+        "    faults by kind: " + (", ".join(f"{k} {v}" for k, v in sorted(t.faults.items()))
+                                  or "none"),
+        f"    per turn: tool calls {t.tool_calls / turns:.2f}, thinking tokens "
+        f"{t.thinking_tokens / turns:.0f}, prompt tokens {t.prompt_tokens / turns:.0f}, "
+        f"generated {t.generated_tokens / turns:.1f}, prefix-cache hits "
+        f"{t.cached_tokens / max(t.requested_tokens, 1):.0%} of the context sent",
+        f"    summaries: {summaries['model']} by the model, {summaries['fallback']} "
+        f"fallback (rate {summaries['fallback_rate']:.0%})",
+        f"    backend: {stats.requests} requests; prefill {stats.prefill_seconds:.1f} s for "
+        f"{stats.prompt_tokens - stats.cached_tokens} new prompt tokens in "
+        f"{stats.prefill_passes} forward passes; decode {stats.decode_seconds:.1f} s over "
+        f"{stats.decode_steps} steps ({step_ms:.0f} ms/step)",
+        "    actions: " + ", ".join(f"{k} {v}" for k, v in sorted(t.actions.items())),
+    ]
+
+
+def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: int, days: int,
+                     seed: int, protocol: str, think_scale: float, max_tools: int,
+                     baseline: bool, echo: Callable[[str], Any]) -> list[BenchRun]:
+    loop_config = LoopConfig(protocol=protocol, max_tool_calls=max_tools).scaled(think_scale)
+    config = GameConfig(players=players, seed=seed)
+    echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, {days} day(s), "
+         f"thinking budget x{think_scale:g}, up to {max_tools} tool calls per turn")
+    runs = []
+    for label, batch in (("batched (up to 16)", 16), ("sequential (one request at a time)", 1)):
+        if batch == 1 and not baseline:
+            break
+        match, stats = play_once(make_backend(ai, model=model, url=url), config, loop_config,
+                                 days, batch)
+        runs.append(BenchRun(label, match, stats))
+        for line in report_lines(runs[-1]):
+            echo(line)
+    if len(runs) == 2:
+        b, s = runs
+        echo(f"  ratio batched/sequential: {b.actions_per_s / max(s.actions_per_s, 1e-9):.2f} "
+             f"(actions/s), {b.tokens_per_s / max(s.tokens_per_s, 1e-9):.2f} (tokens/s)")
+    return runs
