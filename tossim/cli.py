@@ -72,10 +72,18 @@ def play(
                                                       "plays; the rest are scripted."),
     metrics: Path | None = typer.Option(None, help="Write the model seats' metrics and the "
                                                    "day summaries (JSON) to this file."),
+    model_entry: str | None = typer.Option(None, help="Model seats play this entry of the "
+                                                      "model catalogue (overrides --ai)."),
+    models: Path | None = typer.Option(None, help="The model catalogue (default: "
+                                                  "$TOSSIM_MODELS, else ./models.toml)."),
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
     config = GameConfig(mode=mode, players=players, seed=seed)
-    if ai == "scripted":
+    if model_entry is not None:
+        from tossim.play_entry import play_entry
+
+        result = play_entry(config, model_entry, models, model_seats, metrics, url, model)
+    elif ai == "scripted":
         from tossim.agents.match import play_match
 
         result = play_match(config)
