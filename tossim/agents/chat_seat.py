@@ -180,7 +180,7 @@ class ChatSeat:
             return TurnResult(cmd, action, log["output"], stats)
 
         try:
-            mode = await self.backend.ensure_mode(deadline)
+            mode = await self.backend.ensure_mode(deadline, errors)
         except ChatError as exc:
             steps.append({"kind": "fault", "fault": "error", "text": exc.kind})
             return finish(None, "wait", abstain=True)

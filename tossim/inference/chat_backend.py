@@ -198,16 +198,25 @@ class ChatBackend:
         return f"chat:{self.entry.name}"
 
     # ---- start-up probe ----------------------------------------------------------------
-    async def ensure_mode(self, deadline: float) -> str:
-        """The constraint mode to use (probing the endpoint the first time)."""
+    async def ensure_mode(self, deadline: float, errors: dict[str, int] | None = None) -> str:
+        """The constraint mode to use (probing the endpoint the first time).
+        Transport errors of the probe are counted in `errors` (the seat's)."""
         if self.mode is not None:
             return self.mode
         async with self._probe_lock:
             if self.mode is None:
-                self.mode = await self.probe(deadline)
+                seen: dict[str, int] = {}
+                try:
+                    self.mode = await self.probe(deadline, seen)
+                finally:
+                    if errors is not None:
+                        for kind, n in seen.items():
+                            if kind != "rejected":  # the probe's question, not a failure
+                                errors[kind] = errors.get(kind, 0) + n
         return self.mode
 
-    async def probe(self, deadline: float | None = None) -> str:
+    async def probe(self, deadline: float | None = None,
+                    errors: dict[str, int] | None = None) -> str:
         """Which constraint this endpoint honours: json_schema, tools or text.
         ChatError when the endpoint cannot be reached (nothing is recorded then,
         so the next turn probes again)."""
@@ -217,7 +226,8 @@ class ChatBackend:
         report: dict[str, str] = {}
         try:
             reply = await self.complete(messages, mode="json_schema", schema=PROBE_SCHEMA,
-                                        deadline=deadline, max_tokens=40, seed=0)
+                                        deadline=deadline, max_tokens=40, seed=0,
+                                        errors=errors)
             ok = _probe_ok(reply.content)
             report["json_schema"] = "applied" if ok else "ignored"
             if ok:
@@ -228,7 +238,8 @@ class ChatBackend:
             "name": "report", "description": "Report the code.", "parameters": PROBE_SCHEMA}}]
         try:
             reply = await self.complete(messages, mode="tools", tools=tools,
-                                        deadline=deadline, max_tokens=40, seed=0)
+                                        deadline=deadline, max_tokens=40, seed=0,
+                                        errors=errors)
             ok = reply.tool_name == "report" and _probe_ok(reply.tool_args or "")
             report["tools"] = "applied" if ok else "ignored"
             if ok:

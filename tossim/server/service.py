@@ -145,8 +145,11 @@ def seat_entry(s: SeatSpec, settings: Settings) -> ModelEntry:
 def entry_unavailable(entry: ModelEntry, settings: Settings) -> str | None:
     """Why this server cannot play `entry` (None: it can); with inference on
     workers, in-process model backends wait for a worker instead."""
-    return entry.unavailable_reason(openai_url=settings.openai_url,
-                                    inference=settings.inference)
+    if entry.backend in ("scripted", "chat"):
+        return entry.unavailable_reason()
+    if settings.inference == "workers":
+        return None
+    return unavailable_reason(entry.backend, entry.base_url or settings.openai_url)
 
 
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
