@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from inference.fake_chat_provider import fake_provider
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from inference.fake_chat_provider import fake_provider
 from tossim.inference import chat_backend
 from tossim.store import tables
 
