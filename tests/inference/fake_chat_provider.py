@@ -84,9 +84,8 @@ def answer_from_schema(schema: dict[str, Any], rng: random.Random) -> dict[str, 
 
 
 def call_from_tools(tools: list[dict[str, Any]], rng: random.Random) -> tuple[str, str]:
-    fns = [t["function"] for t in tools if t["function"]["name"] in PREFERRED]
-    fn = min(fns, key=lambda f: _rank(f["name"]))
-    return fn["name"], json.dumps(value_for(fn["parameters"], rng))
+    fn = tools[0]["function"]  # `act`: its parameters are the turn's schema
+    return fn["name"], json.dumps(answer_from_schema(fn["parameters"], rng))
 
 
 def _dead_name(messages: list[dict[str, Any]]) -> str:

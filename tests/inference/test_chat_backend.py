@@ -237,8 +237,9 @@ async def test_refused_response_format_falls_back_to_tool_calls() -> None:
     assert backend.mode == "tools" and backend.probe_report["json_schema"].startswith(
         "rejected")
     assert _sum(match, "forced") == 0
-    played = [r["body"] for r in provider.requests if r["body"].get("tools")]
-    assert played and all(b["tool_choice"] == "required" for b in played)
+    played = [r["body"] for r in provider.requests
+              if r["body"].get("tools") and r["body"]["tools"][0]["function"]["name"] == "act"]
+    assert played and all(b["tool_choice"]["function"]["name"] == "act" for b in played)
     assert _errors(match) == {}  # the probe's refusal is the probe's, not a seat's
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from tossim.agents.actions import fault_observation, to_command
 from tossim.agents.escape import escape_text
-from tossim.agents.grammar import _arg_schema, turn_choices, turn_json_schema
+from tossim.agents.grammar import turn_json_schema
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
@@ -43,23 +43,14 @@ from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
 from tossim.agents.protocols import json as json_protocol
-from tossim.agents.tools import TOOLS, run_tool, tool_options
+from tossim.agents.tools import run_tool, tool_options
 from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.view import View
-from tossim.inference.chat_backend import ChatBackend, ChatError, ChatRejected, function_tools
+from tossim.inference.chat_backend import ACT_TOOL, ChatBackend, ChatError, ChatRejected, act_tool
 
-TOOLS_NOTE = ("\n## Answering with function calls\nCall exactly one function per step: a tool "
-              "(you then receive its observation) or a final action, which ends your turn. "
-              "Put your reasoning in the call's `thought`.\n")
-ACTION_NOTES = {"speak": "Say something in the chat you can use now.",
-                "whisper": "A private message to one living player.",
-                "wait": "Do nothing this step.", "vote": "Vote to put a player on trial.",
-                "judge": "Your verdict: guilty, innocent or abstain.",
-                "night": "Use your night ability on the target(s).",
-                "will": "Replace your last will.", "death_note": "Replace your death note.",
-                "reveal": "Reveal yourself as the Mayor.", "jail": "Jail a player tonight.",
-                "seance": "Hold a seance with a dead player tonight."}
+TOOLS_NOTE = ("\n## Answering with function calls\nAnswer each step by calling the function "
+              "`act` with that JSON object as its arguments.\n")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -192,11 +183,8 @@ class ChatSeat:
                 return finish(None, "wait")
             allow_tools = stats.tool_calls < cfg.max_tool_calls
             options = tool_options(memory)
-            choices = turn_choices(memory.legal, memory.names, options, allow_tools)
             schema = turn_json_schema(memory.legal, memory.names, options, allow_tools)
-            tools = function_tools(choices, {c.tag: _arg_schema(c) for c in choices},
-                                   {**{t: s.description for t, s in TOOLS.items()},
-                                    **ACTION_NOTES})
+            tools = act_tool(schema)
             try:
                 reply = await self.backend.complete(
                     messages, mode=mode, schema=schema, tools=tools, deadline=deadline,
@@ -271,8 +259,11 @@ class ChatSeat:
 
     @staticmethod
     def _parse(reply: Any) -> Parsed:
-        """The reply as the JSON protocol: a function call becomes
-        {"thought", "action": its name, "args": its arguments}."""
+        """The reply as the JSON protocol: `act`'s arguments are the object; a
+        call of another function (a provider that ignored the named choice)
+        is read as {"thought", "action": its name, "args": its arguments}."""
+        if reply.tool_name == ACT_TOOL:
+            return json_protocol.parse(reply.tool_args or "")
         if reply.tool_name:
             try:
                 args = json.loads(reply.tool_args or "{}")

@@ -7,8 +7,8 @@ at a time. The output is constrained the strongest way the endpoint allows:
 
 - `json_schema`: `response_format` with the turn's JSON schema (seed 001's
   thought/action/args, one branch per legal action);
-- `tools`: every allowed tool and final action is a function, and
-  `tool_choice="required"` makes the model call exactly one;
+- `tools`: one function, `act`, whose parameters are that schema, named in
+  `tool_choice` so the model must call it (the arguments are constrained);
 - `text`: no constraint (the seat still parses and validates the answer).
 
 `probe()` finds which one an endpoint honours (a request no model answers
@@ -149,20 +149,22 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
             return None
 
 
-def function_tools(choices: Sequence[Any], schemas: Mapping[str, dict[str, Any]],
-                   descriptions: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The `tools` of a request: one function per allowed tool or final
-    action; its parameters are the action's args plus a `thought`."""
-    out = []
-    for c in choices:
-        args = schemas[c.tag]
-        props = {"thought": {"type": "string"}, **args.get("properties", {})}
-        out.append({"type": "function", "function": {
-            "name": c.tag, "description": descriptions.get(c.tag, c.tag),
-            "parameters": {"type": "object", "properties": props,
-                           "required": ["thought", *args.get("required", [])],
-                           "additionalProperties": False}}})
-    return out
+ACT_TOOL = "act"
+
+
+def act_tool(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `tools` of a turn in tools mode: one function, `act`, whose
+    parameters are the turn's JSON schema (seed 001's thought/action/args, one
+    branch per allowed tool or final action). The request names it in
+    `tool_choice`, which every OpenAI-compatible server honours by
+    constraining the arguments (vLLM applies `required` only through a
+    model-specific tool parser; a named choice goes through structured
+    outputs)."""
+    return [{"type": "function", "function": {
+        "name": ACT_TOOL,
+        "description": "Take one step: call a tool (you then receive its observation) or "
+                       "take a final action, which ends your turn.",
+        "parameters": {"type": "object", **schema}}}]
 
 
 class ChatBackend:
@@ -279,8 +281,8 @@ class ChatBackend:
                 "name": "tossim_turn", "schema": schema, "strict": False}}
         elif mode == "tools" and tools:
             body["tools"] = tools
-            body["tool_choice"] = "required"
-            body["parallel_tool_calls"] = False
+            body["tool_choice"] = {"type": "function",
+                                   "function": {"name": tools[0]["function"]["name"]}}
         return body
 
     async def complete(self, messages: Sequence[Mapping[str, Any]], *, mode: str,
