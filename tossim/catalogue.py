@@ -62,7 +62,8 @@ class ModelEntry(BaseModel):
     models); `max_concurrency` bounds this entry's requests in flight and
     `rpm` its requests per minute (None: no limit) across all games of a
     process. `constraint` forces a chat entry's output constraint instead of
-    probing for it; `turn_seconds` is a chat seat's deadline per turn."""
+    probing for it; `turn_seconds` is a chat seat's deadline per turn and
+    `thought_chars` the schema's bound on one thought."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -80,6 +81,7 @@ class ModelEntry(BaseModel):
     rpm: int | None = Field(default=None, ge=1)
     constraint: Literal["auto", "json_schema", "tools", "text"] = "auto"
     turn_seconds: float = Field(default=60.0, gt=0, le=3600)
+    thought_chars: int = Field(default=300, ge=20, le=4000)
     builtin: bool = False
 
     @field_validator("base_url")

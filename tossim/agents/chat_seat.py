@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import fault_observation, to_command
+from tossim.agents.actions import TEXT_LIMITS, fault_observation, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
 from tossim.agents.llm_seat import AgentMetrics
@@ -61,6 +61,7 @@ class ChatConfig:
     turn_seconds: float = 60.0  # the seat answers (or abstains) within this
     margin: float = 0.5  # seconds kept in hand before the deadline
     max_tokens: int | None = None  # per request (default: the entry's sampling)
+    thought_chars: int = 300  # the schema's bound on a thought (tokens cost money)
 
 
 @dataclass
@@ -85,6 +86,21 @@ class ChatMetrics(AgentMetrics):
                                                   / max(self.requests, 1), 3),
                     "max_latency_seconds": round(self.max_latency_seconds, 3)})
         return out
+
+
+def bounded(schema: dict[str, Any], thought_chars: int) -> dict[str, Any]:
+    """The turn schema with `maxLength` on every thought and on texts the
+    engine limits, so a constrained model cannot spend its token budget on
+    one field and be cut off mid-object."""
+    for branch in schema.get("oneOf", ()):
+        props = branch["properties"]
+        props["thought"] = {"type": "string", "maxLength": thought_chars}
+        action = props["action"].get("const")
+        limit = TEXT_LIMITS.get(action)
+        text = props["args"].get("properties", {}).get("text")
+        if limit is not None and text is not None:
+            text["maxLength"] = limit
+    return schema
 
 
 def extract_json(text: str) -> str:
@@ -183,7 +199,8 @@ class ChatSeat:
                 return finish(None, "wait")
             allow_tools = stats.tool_calls < cfg.max_tool_calls
             options = tool_options(memory)
-            schema = turn_json_schema(memory.legal, memory.names, options, allow_tools)
+            schema = bounded(turn_json_schema(memory.legal, memory.names, options, allow_tools),
+                             cfg.thought_chars)
             tools = act_tool(schema)
             try:
                 reply = await self.backend.complete(
@@ -303,6 +320,7 @@ def chat_seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: 
     seed) and a per-seat sampling seed, as `llm_seat.seat_from_spec`."""
     name = spec.get("persona")
     persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
-    config = ChatConfig(turn_seconds=turn_seconds or backend.entry.turn_seconds)
+    config = ChatConfig(turn_seconds=turn_seconds or backend.entry.turn_seconds,
+                        thought_chars=backend.entry.thought_chars)
     return ChatSeat(slot, backend, config, persona=persona, summaries=summaries,
                     seed=seed * 100 + slot)

@@ -32,12 +32,20 @@ class EntryMatch:
             d["seat_errors"] = self.result.errors.get(slot, 0)
             per_seat[str(slot)] = d
             for k, v in d.items():
+                if k.endswith("rate") or k.startswith(("mean_", "max_")):
+                    continue  # ratios and extremes do not add up
                 if isinstance(v, int | float) and not isinstance(v, bool):
                     totals[k] = totals.get(k, 0) + v
                 elif isinstance(v, dict) and k in ("faults", "errors"):
                     for kk, n in v.items():
                         totals[f"{k}.{kk}"] = totals.get(f"{k}.{kk}", 0) + n
         totals["cost_usd"] = round(totals.get("cost_usd", 0.0), 6)
+        requests = max(totals.get("requests", 0), 1)
+        totals["mean_latency_seconds"] = round(
+            sum(seat.metrics_dict().get("mean_latency_seconds", 0) * seat.metrics_dict().get(
+                "requests", 0) for seat in self.seats.values()) / requests, 3)
+        totals["cache_hit_rate"] = round(totals.get("cached_tokens", 0)
+                                         / max(totals.get("requested_tokens", 0), 1), 3)
         return {"entry": self.entry.public(), "seats": per_seat, "total": totals}
 
 
