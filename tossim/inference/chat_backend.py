@@ -273,8 +273,11 @@ class ChatBackend:
                                 "max_tokens": max_tokens or sampling.pop("max_tokens",
                                                                          DEFAULT_MAX_TOKENS)}
         sampling.pop("max_tokens", None)
-        if seed is not None and "seed" not in sampling:
-            body["seed"] = seed
+        if isinstance(sampling.get("seed"), int) and seed is not None:
+            # a per-request seed only when the entry asks for seeded sampling:
+            # vLLM-CPU's sampler crashes on seeded requests ("CPU Generator
+            # does not use offset"), and most hosted APIs ignore seeds anyway
+            sampling["seed"] = (sampling["seed"] * 1_000_003 + seed) % 2**31
         body.update(sampling)
         if mode == "json_schema" and schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {
