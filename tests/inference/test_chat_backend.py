@@ -296,3 +296,22 @@ async def test_rpm_spaces_requests() -> None:
                                    deadline=time.monotonic() + 5)
         assert time.monotonic() - started >= 0.28
         await backend.close()
+
+
+# ---- tossim play --model-entry -------------------------------------------------------------
+def test_play_model_entry_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["play", "--model-entry", "scripted", "--players", "7", "--quiet",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"result"' in r.output
+    r = runner.invoke(app, ["play", "--model-entry", "gpt-9", "--quiet"])
+    assert r.exit_code == 2 and "gpt-9" in r.output and "smollm2" in r.output
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    r = runner.invoke(app, ["play", "--models", str(ROOT / "models.example.toml"),
+                            "--model-entry", "gpt-4o-mini", "--quiet"])
+    assert r.exit_code == 2 and "OPENAI_API_KEY" in r.output
