@@ -46,7 +46,14 @@ class EntryMatch:
                 "requests", 0) for seat in self.seats.values()) / requests, 3)
         totals["cache_hit_rate"] = round(totals.get("cached_tokens", 0)
                                          / max(totals.get("requested_tokens", 0), 1), 3)
-        return {"entry": self.entry.public(), "seats": per_seat, "total": totals}
+        out: dict[str, Any] = {"entry": self.entry.public(), "seats": per_seat,
+                               "total": totals}
+        for seat in self.seats.values():
+            stats = getattr(getattr(seat, "backend", None), "stats_dict", None)
+            if stats is not None:  # the chat backend's per-model figures
+                out["model"] = stats()
+                break
+        return out
 
 
 async def play_entry_match(config: GameConfig, entry: ModelEntry, *,

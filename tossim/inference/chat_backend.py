@@ -390,6 +390,16 @@ class ChatBackend:
         s.max_seconds = max(s.max_seconds, seconds)
         return reply
 
+    def stats_dict(self) -> dict[str, Any]:
+        """Per-model figures (every seat and game of this process): tokens as
+        the API reports them, latency, errors, cost and the constraint mode."""
+        out = self.stats.to_dict()
+        out.update({"entry": self.entry.name, "constraint": self.mode,
+                    "probe": dict(self.probe_report),
+                    "cost_usd": round(self.entry.cost(self.stats.prompt_tokens,
+                                                      self.stats.completion_tokens), 6)})
+        return out
+
     async def close(self) -> None:
         close = getattr(self.client, "close", None)
         if close is not None:
