@@ -32,6 +32,12 @@ SERVED = "SmolLM2-135M-Instruct"
 
 @pytest.fixture(scope="module")
 def vllm_chat_server() -> Iterator[str]:
+    """A `vllm serve` of the bundled model; TOSSIM_TEST_VLLM_CHAT_URL names one
+    already running (started with the same flags) instead."""
+    given = os.environ.get("TOSSIM_TEST_VLLM_CHAT_URL")
+    if given:
+        yield given
+        return
     port = _free_port()
     cmd = [str(VPY), "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(SMOL),
            "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
