@@ -315,3 +315,13 @@ def test_play_model_entry_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     r = runner.invoke(app, ["play", "--models", str(ROOT / "models.example.toml"),
                             "--model-entry", "gpt-4o-mini", "--quiet"])
     assert r.exit_code == 2 and "OPENAI_API_KEY" in r.output
+
+
+def test_a_step_cut_off_inside_its_text_is_closed_at_a_word() -> None:
+    from tossim.agents.chat_seat import close_truncated
+
+    p = close_truncated('{"thought": "Go.", "action": "speak", "args": {"text": "I trust Play')
+    assert p is not None and p.name == "speak" and p.args == {"text": "I trust"}
+    p = close_truncated('{"thought": "x", "action": "night", "args": {"targets": ["Player 2')
+    assert p is not None and p.args == {"targets": ["Player 2"]}
+    assert close_truncated('{"thought": "I suspect Pla') is None  # no action: still a fault

@@ -103,6 +103,31 @@ def bounded(schema: dict[str, Any], thought_chars: int) -> dict[str, Any]:
     return schema
 
 
+_OPEN_TEXT = re.compile(r'"(text|thought)"\s*:\s*"((?:[^"\\]|\\.)*)$')
+_CLOSINGS = ('"}}', '"]}}', '}}', ']}}', '"}', '}')
+
+
+def close_truncated(text: str) -> Parsed | None:
+    """An object cut off by max_tokens inside its last string, closed as the
+    token loop closes a cut-off segment (free text cut at a word boundary,
+    then the brackets): the parsed step, or None when no closing fits."""
+    t = text.rstrip()
+    if t.endswith("\\") and not t.endswith("\\\\"):
+        t = t[:-1]  # half an escape
+    in_text = _OPEN_TEXT.search(t)
+    cut = t.rfind(" ")
+    word = t[:cut] if in_text and cut > in_text.start(2) else None
+    for body in (word, t):
+        if not body:
+            continue
+        for closing in _CLOSINGS:
+            try:
+                return json_protocol.parse(body + closing)
+            except ProtocolError:
+                continue
+    return None
+
+
 def extract_json(text: str) -> str:
     """The JSON object in a free-text answer: the text itself, a fenced block,
     or the span from the first `{` to the last `}`."""
@@ -295,7 +320,16 @@ class ChatSeat:
                  "action": reply.tool_name, "args": args}))
         if not reply.content.strip():
             raise ProtocolError("the answer is empty")
-        return json_protocol.parse(extract_json(reply.content))
+        text = extract_json(reply.content)
+        try:
+            return json_protocol.parse(text)
+        except ProtocolError:
+            if reply.finish_reason != "length":
+                raise
+            closed = close_truncated(text)
+            if closed is None:
+                raise
+            return closed
 
     @staticmethod
     def _observe(messages: list[dict[str, Any]], reply: Any, text: str) -> None:
