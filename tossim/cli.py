@@ -151,6 +151,9 @@ def serve(
     inference: str | None = typer.Option(
         None, help="Where model seats run: local (this process) or workers (`tossim "
                    "worker` processes; default $TOSSIM_INFERENCE or local)."),
+    models: Path | None = typer.Option(None, help="The model catalogue lobby seats name "
+                                                  "entries of (default: $TOSSIM_MODELS, "
+                                                  "else ./models.toml)."),
 ) -> None:
     """Run the game server (HTTP API, websockets and the web client)."""
     import logging
@@ -167,7 +170,14 @@ def serve(
         overrides["redis_url"] = redis
     if inference:
         overrides["inference"] = inference
+    if models:
+        overrides["models"] = str(models)
     settings = Settings(**overrides)
+    from tossim.catalogue import CatalogueError, load_catalogue
+    try:
+        load_catalogue(settings.models)  # a broken catalogue stops the start, clearly
+    except CatalogueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--models") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     if demo:
