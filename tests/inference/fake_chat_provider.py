@@ -14,6 +14,7 @@ The `model` of a request picks a behaviour:
     ignore-schema   prose instead of JSON, always
     no-rf           400 for response_format; honours tools
     no-constraints  400 for response_format and tools; a fenced JSON answer
+    echo-key        401 quoting the key it was sent
     dead-target     a final action aimed at a dead player (or an unknown one
                     when nobody is dead), then a good answer after the fault
 
@@ -168,6 +169,10 @@ class FakeProvider:
         probe = PROBE in json.dumps(body)
         observed = any("<observation>" in str(m.get("content") or "")
                        for m in body["messages"][2:])
+        if model == "echo-key":  # a provider that quotes the key it refuses
+            key = request.headers.get("authorization", "").removeprefix("Bearer ")
+            return JSONResponse({"error": {"message": f"Incorrect API key provided: {key}"}},
+                                status_code=401)
         if model == "down":
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
         if model == "ratelimit" and n % 2 == 1:

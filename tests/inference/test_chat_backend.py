@@ -325,3 +325,24 @@ def test_a_step_cut_off_inside_its_text_is_closed_at_a_word() -> None:
     p = close_truncated('{"thought": "x", "action": "night", "args": {"targets": ["Player 2')
     assert p is not None and p.args == {"targets": ["Player 2"]}
     assert close_truncated('{"thought": "I suspect Pla') is None  # no action: still a fault
+
+
+async def test_a_refused_key_is_counted_and_never_repeated(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    key = "sk-tossim-ECHOCHECK-55aa0c"
+    monkeypatch.setenv("TOSSIM_TEST_ECHO_KEY", key)
+    caplog.set_level("DEBUG")
+    async with fake_provider() as (provider, url):
+        match = await _play(url, "echo-key", seats=2, days=1, api_key_env="TOSSIM_TEST_ECHO_KEY")
+        backend = ChatBackend(_entry(url, "echo-key", api_key_env="TOSSIM_TEST_ECHO_KEY"))
+        with pytest.raises(ChatError) as err:
+            await backend.complete([{"role": "user", "content": "hi"}], mode="text",
+                                   deadline=time.monotonic() + 5)
+        await backend.close()
+    assert err.value.kind == "client" and "Incorrect API key provided: ***" in str(err.value)
+    assert provider.requests[0]["headers"]["authorization"] == f"Bearer {key}"
+    turns = _sum(match, "turns")
+    assert _errors(match).get("client", 0) >= turns > 0 and _sum(match, "abstained") == turns
+    seen = caplog.text + str(err.value) + repr([s.turn_log for s in match.seats.values()]) + repr(
+        match.metrics())
+    assert key not in seen

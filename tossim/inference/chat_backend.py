@@ -318,7 +318,7 @@ class ChatBackend:
                 raise ChatError("timeout", "the endpoint did not answer before the "
                                            "seat's deadline") from None
             except openai.RateLimitError as exc:
-                kind, detail = "rate_limit", _status_detail(exc)
+                kind, detail = "rate_limit", self._scrub(_status_detail(exc))
                 wait = retry_after(exc.response.headers)
                 self._count(kind, errors)
             except openai.APIConnectionError as exc:
@@ -326,7 +326,7 @@ class ChatBackend:
                 self._count(kind, errors)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                detail = _status_detail(exc)
+                detail = self._scrub(_status_detail(exc))
                 if status >= 500 or status in (408, 409):
                     kind = "server"
                     self._count(kind, errors)
@@ -350,6 +350,11 @@ class ChatBackend:
                 raise ChatError(kind, f"{detail} (no time left to retry)")
             log.info("%s: %s (%s); retrying in %.2f s", self.label, kind, detail, wait)
             await asyncio.sleep(wait)
+
+    def _scrub(self, detail: str) -> str:
+        """An error body with the key blanked (some providers echo it back)."""
+        key = self.entry.api_key()
+        return detail.replace(key, "***") if key and len(key) >= 8 else detail
 
     def _count(self, kind: str, errors: dict[str, int] | None) -> None:
         self.stats.error(kind)
