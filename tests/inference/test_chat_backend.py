@@ -346,3 +346,17 @@ async def test_a_refused_key_is_counted_and_never_repeated(
     seen = caplog.text + str(err.value) + repr([s.turn_log for s in match.seats.values()]) + repr(
         match.metrics())
     assert key not in seen
+
+
+async def test_a_local_entry_seats_the_token_loop(tiny_model_dir: Path) -> None:
+    """make_seat_for_entry builds an LLMSeat for local entries (the same seat
+    the server and the arena use), with the entry's protocol."""
+    pytest.importorskip("outlines_core")
+    from tossim.agents.llm_seat import LLMSeat
+
+    local = ModelEntry(name="tiny", backend="local", model=str(tiny_model_dir), protocol="json")
+    match = await play_entry_match(GameConfig(players=7, seed=2), local, model_seats=(1,),
+                                   rounds={}, max_days=1)
+    seat = match.seats[1]
+    assert isinstance(seat, LLMSeat) and seat.loop.config.protocol == "json"
+    assert seat.metrics.turns > 0 and match.result.faults[1] == 0

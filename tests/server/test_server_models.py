@@ -69,6 +69,7 @@ async def test_models_lists_names_and_capabilities_only(
     assert models["scripted"]["available"] is True and models["scripted"]["reason"] is None
     assert models["fake"]["available"] is True and models["fake"]["backend"] == "chat"
     assert models["fake"]["capabilities"]["price_completion"] == 15.0
+    assert models["fake"]["capabilities"]["probed_constraint"] is None  # no seat played yet
     assert models["needs-key"]["available"] is False
     assert "TOSSIM_TEST_UNSET_KEY_VAR" in models["needs-key"]["reason"]
     assert "127.0.0.1:9" not in r.text and "api.example.com" not in r.text and KEY not in r.text
@@ -139,6 +140,8 @@ async def test_chat_seats_play_and_the_key_never_leaks(
         metrics = await server.app.state.store.metrics(game_id)
         texts["metrics"] = json.dumps(metrics)
         texts["database"] = await _dump_database(db_url)
+        models = {m["name"]: m for m in (await c.get("/api/models")).json()["models"]}
+        assert models["fake"]["capabilities"]["probed_constraint"] == "json_schema"
     texts["logs"] = caplog.text + "\n".join(repr(r.__dict__) for r in caplog.records)
 
     # the key was used: every request to the provider carried it

@@ -446,6 +446,13 @@ def shared_chat_backend(entry: ModelEntry) -> ChatBackend:
     return backend
 
 
+def probed_mode(entry: ModelEntry) -> str | None:
+    """The constraint mode this process has found for `entry` (None: not yet
+    probed; entries are probed on their first turn)."""
+    backend = _shared.get(entry.model_dump_json())
+    return backend.mode if backend is not None else None
+
+
 def forget_shared() -> None:
     """Drop the shared backends (tests, or a reloaded catalogue)."""
     _shared.clear()

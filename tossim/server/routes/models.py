@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
 from tossim.catalogue import CatalogueError, cached_catalogue
+from tossim.inference.chat_backend import probed_mode
 from tossim.server.service import entry_unavailable
 
 router = APIRouter(prefix="/api", tags=["models"])
@@ -42,6 +43,10 @@ async def list_models(request: Request) -> ModelsOut:
     out = []
     for e in catalogue.entries:
         why = entry_unavailable(e, settings)
+        caps = e.capabilities()
+        if e.backend == "chat":
+            # the constraint its endpoint was found to honour (null until a seat played)
+            caps["probed_constraint"] = probed_mode(e)
         out.append(ModelOut(**e.public(), available=why is None, reason=why,
-                            capabilities=e.capabilities()))
+                            capabilities=caps))
     return ModelsOut(models=out)
