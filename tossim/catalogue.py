@@ -69,6 +69,8 @@ class ModelEntry(BaseModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@/+-]{0,63}$")
     backend: Literal["scripted", "local", "vllm", "openai", "chat"]
+    # chat: the provider's model id; local, vllm: a model folder; openai: the
+    # served model's tokenizer folder (None: the bundled model)
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -288,6 +290,7 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
 
 
 _cache: dict[tuple[str, float], Catalogue] = {}
+_keyed: dict[str, Any] = {}  # openai-completions backends of entries with a key
 
 
 def cached_catalogue(path: Path | str | None = None) -> Catalogue:
@@ -330,7 +333,15 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         return chat_seat_from_spec(spec, slot, seed, backend, game_id=game_id,
                                    summaries=summaries, turn_seconds=turn)
     from tossim.agents.llm_seat import seat_from_spec
-    from tossim.inference.registry import shared_backend
+    from tossim.inference.registry import make_backend, shared_backend
     url = entry.base_url or openai_url
-    engine = shared_backend(entry.backend, entry.model or model_dir, url)
+    if entry.backend == "openai" and entry.api_key_env:
+        # a keyed completions server: one backend per entry, the key read now
+        key = entry.model_dump_json()
+        if key not in _keyed:
+            _keyed[key] = make_backend("openai", model=entry.model or model_dir, url=url,
+                                       api_key=entry.api_key())
+        engine = _keyed[key]
+    else:
+        engine = shared_backend(entry.backend, entry.model or model_dir, url)
     return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)

@@ -360,3 +360,14 @@ async def test_a_local_entry_seats_the_token_loop(tiny_model_dir: Path) -> None:
     seat = match.seats[1]
     assert isinstance(seat, LLMSeat) and seat.loop.config.protocol == "json"
     assert seat.metrics.turns > 0 and match.result.faults[1] == 0
+
+
+def test_a_keyed_completions_entry_sends_its_key(tiny_model_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOSSIM_TEST_COMPLETIONS_KEY", "sk-completions-1")
+    e = ModelEntry(name="fleet", backend="openai", base_url="http://127.0.0.1:9",
+                   model=str(tiny_model_dir), api_key_env="TOSSIM_TEST_COMPLETIONS_KEY")
+    seat = make_seat_for_entry(e, 1, 1)
+    backend = seat.loop.backend  # type: ignore[union-attr]
+    assert backend._client.headers["authorization"] == "Bearer sk-completions-1"
+    assert make_seat_for_entry(e, 2, 1).loop.backend is backend  # type: ignore[union-attr]
