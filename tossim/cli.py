@@ -91,10 +91,18 @@ def play(
                                                       "plays; the rest are scripted."),
     metrics: Path | None = typer.Option(None, help="Write the model seats' metrics and the "
                                                    "day summaries (JSON) to this file."),
+    model_entry: str | None = typer.Option(None, help="Model seats play this entry of the "
+                                                      "model catalogue (overrides --ai)."),
+    models: Path | None = typer.Option(None, help="The model catalogue (default: "
+                                                  "$TOSSIM_MODELS, else ./models.toml)."),
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
     config = _config(mode, players, seed, roles)
-    if ai == "scripted":
+    if model_entry is not None:
+        from tossim.play_entry import play_entry
+
+        result = play_entry(config, model_entry, models, model_seats, metrics, url, model)
+    elif ai == "scripted":
         from tossim.agents.match import play_match
 
         result = play_match(config)
@@ -169,6 +177,9 @@ def serve(
     inference: str | None = typer.Option(
         None, help="Where model seats run: local (this process) or workers (`tossim "
                    "worker` processes; default $TOSSIM_INFERENCE or local)."),
+    models: Path | None = typer.Option(None, help="The model catalogue lobby seats name "
+                                                  "entries of (default: $TOSSIM_MODELS, "
+                                                  "else ./models.toml)."),
 ) -> None:
     """Run the game server (HTTP API, websockets and the web client)."""
     import logging
@@ -185,7 +196,14 @@ def serve(
         overrides["redis_url"] = redis
     if inference:
         overrides["inference"] = inference
+    if models:
+        overrides["models"] = str(models)
     settings = Settings(**overrides)
+    from tossim.catalogue import CatalogueError, load_catalogue
+    try:
+        load_catalogue(settings.models)  # a broken catalogue stops the start, clearly
+    except CatalogueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--models") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     if demo:

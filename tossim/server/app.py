@@ -19,7 +19,7 @@ from tossim import __version__
 from tossim.server import service
 from tossim.server.bus import make_bus
 from tossim.server.mirror import MirrorHub
-from tossim.server.routes import arenas, games, health, lobbies
+from tossim.server.routes import arenas, games, health, lobbies, models
 from tossim.server.runner import ActorHub
 from tossim.server.settings import Settings
 from tossim.server.workers import WorkerHub
@@ -125,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(lobbies.router)
     app.include_router(lobbies.modes_router)
+    app.include_router(models.router)
     app.include_router(games.router)
     app.include_router(arenas.router)
     app.include_router(ws_router)

@@ -27,11 +27,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tossim.agents.async_match import ScriptedSeat
-from tossim.agents.llm_seat import LLMSeat, seat_from_spec
+from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import fallback_summary, write_summary
+from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
 from tossim.engine import (
     Command,
     Event,
@@ -50,7 +51,7 @@ from tossim.engine import (
 from tossim.engine.modes import DURATIONS
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
-from tossim.inference.registry import MODEL_BACKENDS, shared_backend
+from tossim.inference.registry import MODEL_BACKENDS
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteSeat, WorkerHub
@@ -60,7 +61,8 @@ log = logging.getLogger(__name__)
 
 SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
-MODEL_SEATS = (LLMSeat, RemoteSeat)  # played by a model, here or on a worker
+# played by a model: here, on a worker, or through a chat API
+MODEL_SEATS = (LLMSeat, RemoteSeat, ChatSeat)
 
 
 class AISeat(Protocol):
@@ -71,26 +73,42 @@ class AISeat(Protocol):
 
 
 
+def entry_for_spec(spec: dict[str, Any], settings: Settings) -> ModelEntry:
+    """The catalogue entry a seat spec plays: `model` names an entry of the
+    server's catalogue; a spec with only `backend` plays that backend's
+    built-in entry (the server's configured model). KeyError for an unknown
+    entry or backend."""
+    name = spec.get("model")
+    if name:
+        return cached_catalogue(settings.models).get(str(name))
+    backend = spec.get("backend") or "scripted"
+    return backend_entry(backend, model=settings.model if backend != "scripted" else None)
+
+
 def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
                  summaries: dict[int, str] | None = None,
                  settings: Settings | None = None,
                  workers: WorkerHub | None = None) -> AISeat:
-    """The seat for a lobby's seat spec: a scripted bot; a model seat on a
-    backend shared by the whole process (the model is loaded once); or, when
-    the server's inference runs on workers, a seat a worker plays."""
-    backend = spec.get("backend") or "scripted"
-    if backend == "scripted":
-        return ScriptedSeat(slot, seed)
-    if backend not in MODEL_BACKENDS:
-        raise ValueError(f"AI backend {backend!r} is not available in this server")
+    """The seat for a lobby's seat spec (through `catalogue.make_seat_for_entry`):
+    a scripted bot; a chat seat (the entry's endpoint, from this process); a
+    model seat on a backend shared by the whole process (the model is loaded
+    once); or, when the server's inference runs on workers, a seat a worker
+    plays."""
     s = settings or Settings()
+    try:
+        entry = entry_for_spec(spec, s)
+    except KeyError as exc:
+        raise ValueError(f"AI seat {slot}: {exc.args[0]}") from None
     summaries = summaries if summaries is not None else {}
-    if s.inference == "workers":
+    if entry.backend not in ("scripted", "chat") and s.inference == "workers":
         if workers is None:
             raise ValueError("this server's model seats run on workers, but it has no hub")
-        return RemoteSeat(workers, game_id, slot, seed, spec, summaries)
-    engine = shared_backend(backend, spec.get("model") or s.model, s.openai_url)
-    return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)
+        return RemoteSeat(workers, game_id, slot, seed, {**spec, "backend": entry.backend},
+                          summaries)
+    return make_seat_for_entry(entry, slot, seed, game_id=game_id, summaries=summaries,
+                               persona=spec.get("persona"), protocol=spec.get("protocol"),
+                               openai_url=s.openai_url, model_dir=s.model,
+                               deadline=max(1.0, s.model_deadline - 1.0))
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from tossim.catalogue import CatalogueError, ModelEntry, backend_entry, cached_catalogue
 from tossim.engine import Game, GameConfig, role_lists
 from tossim.engine.modes import DURATIONS, MODES, RULESET_VERSION
 from tossim.engine.role_lists import RoleListError
@@ -57,9 +58,11 @@ class SeatSpec(BaseModel):
     slot: int = Field(ge=1, le=15)
     kind: Literal["human", "ai"] = "ai"
     backend: str = "scripted"
-    model: str | None = None
+    # a model catalogue entry's name (GET /api/models); it decides the backend
+    model: str | None = Field(default=None, max_length=64)
     persona: str | None = None
-    protocol: Literal["xml", "json"] = "xml"
+    # xml or json (default: the entry's protocol; chat entries always use json)
+    protocol: Literal["xml", "json"] | None = None
 
 
 def _clean_name(v: str) -> str:
@@ -133,7 +136,8 @@ def token_hash(token: str) -> str:
 
 def seat_out(s: SeatRow) -> dict[str, Any]:
     return {"slot": s.slot, "name": s.name, "kind": s.kind, "claimed": s.claimed,
-            "backend": s.backend if s.kind == "ai" else None, "persona": s.persona}
+            "backend": s.backend if s.kind == "ai" else None,
+            "model": s.model if s.kind == "ai" else None, "persona": s.persona}
 
 
 def lobby_out(row: GameRow) -> dict[str, Any]:
@@ -190,9 +194,52 @@ def backend_unavailable(backend: str, settings: Settings) -> str | None:
     return unavailable_reason(backend, settings.openai_url)
 
 
+def seat_entry(s: SeatSpec, settings: Settings) -> ModelEntry:
+    """The catalogue entry an AI seat spec plays, or a 422 naming the
+    unknown entry or saying why this server cannot run it."""
+    if s.model is not None:
+        try:
+            entry = cached_catalogue(settings.models).get(s.model)
+        except KeyError as exc:
+            raise ServiceError(422, str(exc.args[0]), ("body", "seats", "model")) from None
+        except CatalogueError as exc:
+            raise ServiceError(422, f"the server's model catalogue is broken: {exc}",
+                               ("body", "seats", "model")) from None
+        if "backend" in s.model_fields_set and s.backend != entry.backend:
+            raise ServiceError(422, f"entry {entry.name!r} plays on the {entry.backend} "
+                                    f"backend, not {s.backend!r}; leave `backend` out",
+                               ("body", "seats", "backend"))
+        loc: tuple[str | int, ...] = ("body", "seats", "model")
+    else:
+        if s.backend not in AI_BACKENDS:
+            raise ServiceError(422, f"AI backend {s.backend!r} is not available "
+                                    f"(available: {', '.join(AI_BACKENDS)}; hosted models "
+                                    "are seated by `model`: GET /api/models)",
+                               ("body", "seats", "backend"))
+        entry = backend_entry(s.backend)
+        loc = ("body", "seats", "backend")
+    why = entry_unavailable(entry, settings)
+    if why is not None:
+        what = (f"model entry {entry.name!r}" if s.model is not None
+                else f"AI backend {entry.backend!r}")
+        raise ServiceError(422, f"{what} is not available on this server: {why}", loc)
+    return entry
+
+
+def entry_unavailable(entry: ModelEntry, settings: Settings) -> str | None:
+    """Why this server cannot play `entry` (None: it can); with inference on
+    workers, in-process model backends wait for a worker instead."""
+    if entry.backend in ("scripted", "chat"):
+        return entry.unavailable_reason()
+    if settings.inference == "workers":
+        return None
+    return unavailable_reason(entry.backend, entry.base_url or settings.openai_url)
+
+
 def check_seats(seats: list[SeatSpec], players: int, speed: str,
-                settings: Settings | None) -> None:
-    """Refuse (422) seat specs this server cannot play; nothing is stored before."""
+                settings: Settings | None) -> dict[int, ModelEntry]:
+    """Refuse (422) seat specs this server cannot play; nothing is stored
+    before. Returns the catalogue entry of each AI seat, by slot."""
     slots = [s.slot for s in seats]
     if len(set(slots)) != len(slots) or any(s > players for s in slots):
         raise ServiceError(422, f"seat numbers must be unique and within 1-{players}",
@@ -200,19 +247,14 @@ def check_seats(seats: list[SeatSpec], players: int, speed: str,
     humans = [s for s in seats if s.kind == "human"]
     if humans and speed not in TIMED_SPEEDS:
         raise ServiceError(422, "fast and paced games are for AI seats only", ("body", "speed"))
+    settings = settings or Settings()
+    entries: dict[int, ModelEntry] = {}
     for s in seats:
-        if s.kind == "ai" and s.backend not in AI_BACKENDS:
-            raise ServiceError(422, f"AI backend {s.backend!r} is not available "
-                                    f"(available: {', '.join(AI_BACKENDS)})",
-                               ("body", "seats", "backend"))
-        if s.kind == "ai" and s.backend != "scripted":
-            why = backend_unavailable(s.backend, settings or Settings())
-            if why is not None:
-                raise ServiceError(422, f"AI backend {s.backend!r} is not available on this "
-                                        f"server: {why}", ("body", "seats", "backend"))
-        if s.model is not None:
-            raise ServiceError(422, "the server's configuration chooses the model; "
-                                    "leave `model` out", ("body", "seats", "model"))
+        if s.kind == "ai":
+            entries[s.slot] = seat_entry(s, settings)
+        elif s.model is not None:
+            raise ServiceError(422, "a human seat takes no `model`", ("body", "seats", "model"))
+    return entries
 
 
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
@@ -233,7 +275,7 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
     `owner_token`, and `seat` ({game_id, slot, token}) when `spec.name` is set."""
     seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
     config = lobby_config(spec, seed)  # mode, players and role list, or a 422
-    check_seats(spec.seats, config.players, spec.speed, settings)
+    entries = check_seats(spec.seats, config.players, spec.speed, settings)
     if spec.name is not None and not any(s.kind == "human" for s in spec.seats):
         raise ServiceError(422, "a name claims a human seat, and this lobby has none",
                            ("body", "name"))
@@ -241,10 +283,13 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
     seats = []
     for slot in range(1, config.players + 1):
         s = given.get(slot) or SeatSpec(slot=slot)
+        entry = entries.get(slot)
+        # the row keeps the entry's name (never a URL or a key)
         seats.append(SeatRow(slot=slot, name=f"Player {slot}", kind=s.kind,
-                             backend=s.backend if s.kind == "ai" else None, model=s.model,
-                             persona=s.persona, protocol=s.protocol, token_hash=None,
-                             claimed=False))
+                             backend=entry.backend if entry else None,
+                             model=s.model if entry else None, persona=s.persona,
+                             protocol=s.protocol or (entry.protocol if entry else "xml"),
+                             token_hash=None, claimed=False))
     owner_token = secrets.token_urlsafe(24)
     if spec.name is not None:  # the creator's seat, claimed with the lobby
         first = next(s for s in seats if s.kind == "human")
@@ -283,10 +328,13 @@ async def update_lobby(store: Store, game_id: str, body: LobbySettingsIn,
                        protocol="json" if r.protocol == "json" else "xml")
         for slot, r in current.items()}
     merged.update({s.slot: s for s in body.seats})
-    check_seats(list(merged.values()), row.config["players"], speed, settings)
+    entries = check_seats(list(merged.values()), row.config["players"], speed, settings)
     seats = [SeatRow(slot=s.slot, name=f"Player {s.slot}", kind=s.kind,
-                     backend=s.backend if s.kind == "ai" else None, model=s.model,
-                     persona=s.persona, protocol=s.protocol) for s in body.seats]
+                     backend=entries[s.slot].backend if s.slot in entries else None,
+                     model=s.model if s.slot in entries else None, persona=s.persona,
+                     protocol=s.protocol or (entries[s.slot].protocol if s.slot in entries
+                                             else "xml"))
+             for s in body.seats]
     if not await store.update_lobby(game_id, {**row.lobby, "speed": speed}, seats):
         raise ServiceError(409, "this game has already started")
     return await get_row(store, game_id)

