@@ -9,21 +9,17 @@ import csv
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from agents.fake_backend import ScriptedBackend
 
 from tossim.arena.entries import ArenaEntry, resolve_entries
 from tossim.arena.report import arena_report, wilson, write_report
 from tossim.arena.runner import game_limit, open_arena, play_arena
 from tossim.engine import GameConfig
-from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.replay import rerun
-from tossim.server import runner as server_runner
 from tossim.server import service
 from tossim.server.app import create_app
 from tossim.server.bus import MemoryBus
@@ -144,7 +140,8 @@ def test_entries_resolve_labels() -> None:
 
 def test_game_limits() -> None:
     scripted, model = resolve_entries(["scripted", "smollm2"])
-    assert game_limit(scripted, 15, 3) is None and game_limit(model, 15, 3) is None
+    assert game_limit(scripted, 15, 3) is None
+    assert game_limit(model, 15, 3) == 1  # the built-in entry: 8 requests, 5 seats a game
     wide = dataclasses.replace(model, max_concurrency=64)
     assert game_limit(wide, 15, 3) == 12  # 5 seats a game
     assert game_limit(dataclasses.replace(model, max_concurrency=2), 15, 3) == 1
@@ -158,44 +155,48 @@ def test_wilson_interval() -> None:
     assert lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
 
 
-class JunkBackend(ScriptedBackend):
-    """A model that never writes a legal action (as a weak model may not):
-    every turn ends in the loop's safe default, and every segment is counted
-    as malformed."""
+async def test_arena_with_a_chat_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scripted, scripted under a second label, and a chat-API entry whose
+    model never writes a legal action (the fake provider's `ignore-schema`):
+    its turns, tokens, faults, cost and latency reach the report, every turn
+    ends in the safe default, and the games still finish."""
+    from inference.fake_chat_provider import fake_provider
 
-    def __init__(self) -> None:
-        super().__init__([], check_regex=False)
+    from tossim.inference import chat_backend
 
-    async def _generate_batch(self, requests: Sequence[GenerationRequest]
-                              ) -> list[GenerationResult]:
-        self.outputs = ["I think we should all calm down."] * len(requests)
-        return await super()._generate_batch(requests)
-
-
-async def test_arena_with_a_model_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """scripted, scripted under a second label, and model seats (the openai
-    backend, answered here by a fake model): the model entry's turns, tokens,
-    malformed rate and latency reach the report; the games still finish."""
-    backend = JunkBackend()
-    monkeypatch.setattr(server_runner, "shared_backend", lambda *a, **k: backend)
-    db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
-    entries = resolve_entries(["scripted", "bot=scripted", "model=smollm2"])
-    entries[2] = dataclasses.replace(entries[2], backend="openai", max_concurrency=3)
-    settings = Settings(database_url=db, openai_url="http://127.0.0.1:9/v1")
-    seen: list[tuple[int, int]] = []
-    progress, report = await _play(db, entries, 3, 7, settings, seen=seen)
+    monkeypatch.setenv("TOSSIM_TEST_ARENA_KEY", "sk-arena-test")
+    chat_backend.forget_shared()
+    async with fake_provider() as (provider, url):
+        catalogue = tmp_path / "models.toml"
+        catalogue.write_text(f"""
+[models.junk]
+backend = "chat"
+base_url = "{url}"
+model = "ignore-schema"
+api_key_env = "TOSSIM_TEST_ARENA_KEY"
+price_prompt = 1.0
+price_completion = 2.0
+max_concurrency = 3
+""")
+        db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+        entries = resolve_entries(["scripted", "bot=scripted", "model=junk"], str(catalogue))
+        settings = Settings(database_url=db, models=str(catalogue))
+        seen: list[tuple[int, int]] = []
+        progress, report = await _play(db, entries, 3, 7, settings, seen=seen)
+    chat_backend.forget_shared()
     assert (progress.done, progress.errors) == (3, 0)
     # max_concurrency 3 over up to 3 seats a game: one of its games at a time
     assert game_limit(entries[2], 7, 3) == 1 and max(r for _, r in seen) == 1
     model = next(e for e in report["entries"] if e["label"] == "model")
-    assert model["backend"] == "openai" and model["seats"] == 7
+    assert model["backend"] == "chat" and model["seats"] == 7
     assert model["model_turns"] > 0 and model["prompt_tokens"] > 0
-    assert model["completion_tokens"] > 0 and model["turn_seconds"] is not None
-    assert model["malformed_rate"] is not None and model["malformed_rate"] > 0
-    assert model["tokens_per_turn"] > 0 and model["cost_usd"] is None
+    assert model["turn_seconds"] is not None
+    # each turn: the first answer and its corrections are malformed, then the default
+    assert model["malformed_rate"] is not None and model["malformed_rate"] >= 1
+    assert model["tokens_per_turn"] > 0 and model["cost_usd"] is not None
     scripted = next(e for e in report["entries"] if e["label"] == "scripted")
     assert scripted["model_turns"] == 0 and scripted["tokens_per_turn"] is None
-    assert backend.requests  # the model was asked
+    assert provider.requests  # the model was asked
 
 
 def test_openskill_ratings_rank_the_stronger_entry_first() -> None:

@@ -62,9 +62,7 @@ def arena(
     if redis:
         overrides["redis_url"] = redis
     if catalogue:
-        # ADAPTER: the name of the server's catalogue setting (other branch); an
-        # unknown name is ignored by Settings
-        overrides["catalogue"] = catalogue
+        overrides["models"] = catalogue
     settings = Settings(**overrides)
     logging.basicConfig(level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
