@@ -32,8 +32,9 @@ FACTIONS = ("town", "mafia", "neutral")
 # Words that tie an accusation to something that happened in the game.
 REASON_WORDS = re.compile(
     r"\b(because|since|voted|voting|vote for|claimed|claims|claim|will|died|dead|killed|"
-    r"lynched|result|checked|visited|night|defended|defense|lied|lying|changed|"
-    r"counter|fake|framed|wagon|jailed|said)\b", re.IGNORECASE)
+    r"lynch|lynched|guilty|innocent|flipped|result|checked|investigated|visited|visit|"
+    r"night|defended|defense|lied|lying|changed|counter|fake|framed|wagon|jailed|said)\b",
+    re.IGNORECASE)
 RESULT_KINDS = frozenset({cv.GROUP, cv.VISITED, cv.MAFIA_VISITED, cv.INNOCENT})
 
 
