@@ -554,19 +554,20 @@ class ScriptedBot:
             threat = self._sheriff_threat() if self.mafia else None
             cands = [threat] if threat is not None else [
                 p for p in sorted(s) if p not in mine and p not in self.revealed]
-            scored = [(p, self._why(p)) for p in cands]
-            scored = [(p, w) for p, w in scored if w]
+            scored = [(p, w) for p in cands if (w := self._why(p))]
             if not scored:
                 return ""
             t, why = scored[self.rng.randrange(len(scored))]
         else:
             at = 0.45 if self.claim_round else 0.6
-            t, top = self._top_suspect(sorted(s))
-            if t is None or top < at:
+            top_t, top = self._top_suspect(sorted(s))
+            if top_t is None or top < at:
                 return ""
-            why = self._why(t)
-            if why is None:
+            t = top_t
+            reason = self._why(t)
+            if reason is None:
                 return ""
+            why = reason
         self.spoke_day = self.day
         self.accused_today.add(t)
         return talk.accuse(self.rng, self._name(t), why)
