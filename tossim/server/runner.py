@@ -24,7 +24,7 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from tossim.agents.async_match import ScriptedSeat
 from tossim.agents.llm_seat import LLMSeat, seat_from_spec
@@ -50,7 +50,13 @@ from tossim.engine.modes import DURATIONS
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.registry import MODEL_BACKENDS, shared_backend
-from tossim.server.bus import Bus, Subscription, command_channel, game_channel
+from tossim.server.bus import (
+    Bus,
+    Subscription,
+    command_channel,
+    game_channel,
+    thinking_channel,
+)
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import Store
@@ -143,6 +149,12 @@ class GameActor:
         self._sub: Subscription | None = None
         self._sub_task: asyncio.Task[None] | None = None
         self.done = asyncio.Event()
+        # model seats' turns: how many of each seat's `turn_log` entries are
+        # stored, and the last stored seq (a resumed game goes on counting)
+        self.turns_stored = dict.fromkeys(self.ai, 0)
+        self.turn_seq = dict.fromkeys(self.ai, 0)
+        self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._think_task: asyncio.Task[None] | None = None
 
     @property
     def deterministic(self) -> bool:
@@ -168,12 +180,13 @@ class GameActor:
                 apply(self.game, command_from_dict(data))
         self.summaries.update(await self.store.summaries(self.game_id))
         self._summarized = set(self.summaries)
+        await self._watch_thinking()
         self._sub = await self.bus.subscribe(command_channel(self.game_id))
         self._sub_task = asyncio.create_task(self._listen(), name=f"cmds-{self.game_id}")
         self.task = asyncio.create_task(self._main(), name=f"actor-{self.game_id}")
 
     async def stop(self) -> None:
-        for task in (self.task, self._sub_task):
+        for task in (self.task, self._sub_task, self._think_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -261,6 +274,77 @@ class GameActor:
     def replaying(self) -> bool:
         return bool(self.pending)
 
+    # ---- model seats' thinking -----------------------------------------------------------
+    async def _watch_thinking(self) -> None:
+        """Hook every seat that reports its steps (`LLMSeat.on_step`): each step
+        goes to the thinking channel, which only omniscient spectators read."""
+        for slot, turns in self._stored_turn_counts(await self.store.turns(self.game_id)).items():
+            if slot in self.turn_seq:
+                self.turn_seq[slot] = turns
+        hooked = False
+        loop = asyncio.get_running_loop()
+        for slot, seat in self.ai.items():
+            if hasattr(seat, "on_step"):
+                cast(Any, seat).on_step = self._step_reporter(slot, loop)
+                hooked = True
+        if hooked:
+            self._think_task = asyncio.create_task(self._publish_thinking(),
+                                                   name=f"think-{self.game_id}")
+
+    @staticmethod
+    def _stored_turn_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for r in rows:
+            out[r["slot"]] = max(out.get(r["slot"], 0), int(r["seq"]))
+        return out
+
+    def _step_reporter(self, slot: int, loop: asyncio.AbstractEventLoop
+                       ) -> Any:
+        """The seat's `on_step(_, step)`: called during a turn (maybe from a
+        backend thread), it queues the step for the publisher."""
+        def report(_index: int, step: dict[str, Any]) -> None:
+            if self.replaying or not isinstance(step, dict):
+                return
+            msg = {"type": "thinking", "slot": slot, "day": self.game.day,
+                   "phase": self.game.phase.value,
+                   "step": {k: v for k, v in step.items() if k != "prompt"}}
+            loop.call_soon_threadsafe(self._thinking.put_nowait, msg)
+        return report
+
+    async def _publish_thinking(self) -> None:
+        channel = thinking_channel(self.game_id)
+        while True:
+            msg = await self._thinking.get()
+            try:
+                await self.bus.publish(channel, msg)
+            except Exception:
+                log.warning("game %s: a thinking step was not published", self.game_id,
+                            exc_info=True)
+
+    async def _store_turns(self, slot: int) -> None:
+        """Store the seat's turns finished since the last call (`turn_log`),
+        for replays and the turns route; a seat without one stores nothing."""
+        log_ = getattr(self.ai.get(slot), "turn_log", None)
+        if not isinstance(log_, list):
+            return
+        new = log_[self.turns_stored[slot]:]
+        self.turns_stored[slot] = len(log_)
+        for turn in new:
+            if not isinstance(turn, dict):
+                continue
+            self.turn_seq[slot] += 1
+            data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "tokens")}
+            day = turn.get("day")
+            phase = turn.get("phase")
+            try:
+                await self.store.add_turn(
+                    self.game_id, slot, self.turn_seq[slot],
+                    day if isinstance(day, int) else self.game.day,
+                    phase if isinstance(phase, str) else self.game.phase.value, data)
+            except Exception:
+                log.warning("game %s: seat %d's turn was not stored", self.game_id, slot,
+                            exc_info=True)
+
     # ---- AI seats -----------------------------------------------------------------------
     async def _decide(self, slot: int) -> list[Command]:
         obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
@@ -271,7 +355,9 @@ class GameActor:
         deadline = (self.settings.model_deadline if slot in self.models
                     else self.settings.ai_deadline)
         try:
-            return await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
+            cmds = await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
+            await self._store_turns(slot)
+            return cmds
         except TimeoutError:
             m.timeouts += 1
             log.warning("game %s: AI seat %d did not answer in time; it abstains",

@@ -101,3 +101,18 @@ seat_metrics = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# One row per finished turn of a model seat: `data` holds the prompt, the
+# output, the steps (thinking, tool calls with observations, faults, the
+# action), the action and the token counts (`LLMSeat.turn_log` entries).
+seat_turns = sa.Table(
+    "seat_turns", metadata,
+    sa.Column("game_id", sa.String(32), sa.ForeignKey("games.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("day", sa.Integer, nullable=False),
+    sa.Column("phase", sa.String, nullable=False),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
