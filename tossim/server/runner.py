@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -41,12 +42,14 @@ from tossim.engine import (
     PhaseTimeout,
     View,
     Viewer,
+    Vote,
     apply,
     command_from_dict,
     new_game,
     view,
 )
 from tossim.engine.modes import DURATIONS
+from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.registry import MODEL_BACKENDS, shared_backend
@@ -66,6 +69,17 @@ log = logging.getLogger(__name__)
 SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
 MODEL_SEATS = (LLMSeat, RemoteSeat)  # played by a model, here or on a worker
+
+
+# Standard games: when AI seats are asked, as fractions of the phase's length:
+# phase -> ((lo, hi) for scripted seats, (lo, hi) for model seats, how many
+# times a scripted seat is asked). Phases not listed: at the start.
+SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
+    "day1": ((0.05, 0.6), (0.0, 0.3), 1),
+    "discussion": ((0.05, 0.6), (0.0, 0.3), 1),
+    "voting": ((0.1, 0.9), (0.05, 0.4), 2),
+    "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
+}
 
 
 class AISeat(Protocol):
@@ -154,6 +168,11 @@ class GameActor:
         self.turns_stored = dict.fromkeys(self.ai, 0)
         self.turn_seq = dict.fromkeys(self.ai, 0)
         self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # standard games with a living human: until `hold_until` an AI vote
+        # that would complete a majority is held (one per seat, the latest)
+        self.humans = frozenset(range(1, config.players + 1)) - frozenset(self.ai)
+        self.hold_until: float | None = None
+        self.held: dict[int, Vote] = {}
         self._think_task: asyncio.Task[None] | None = None
 
     @property
@@ -376,6 +395,11 @@ class GameActor:
             if self.game.ended or self.game.phase_seq != seq:
                 return  # what is left was meant for the phase that just ended
             problem = seat_command_problem(slot, cmd, checked=True)
+            if problem is None and isinstance(cmd, Vote):
+                if self._must_hold(cmd):
+                    self.held[slot] = cmd
+                    continue
+                self.held.pop(slot, None)
             try:
                 if problem is not None:
                     raise IllegalCommand(problem, "intention")
@@ -417,24 +441,74 @@ class GameActor:
         table = DURATIONS[self.game.flags.durations]
         return table[self.game.phase.value] * self.settings.time_scale
 
+    def _ask_times(self, slot: int, seq: int) -> list[float]:
+        """When (fractions of the phase) an AI seat is asked in a standard
+        game: spread over the phase, seeded by game, phase and seat, so votes
+        and talk arrive one by one as at a table and each seat's View holds
+        the chat and votes so far. Scripted seats are asked twice in Voting
+        (they may join a wagon); model seats once, early (they take time)."""
+        rng = random.Random(f"{self.config.seed}:{seq}:{slot}")
+        model = slot in self.models
+        spread = SPREAD.get(self.game.phase.value)
+        if spread is None:
+            return [0.0]
+        lo, hi = spread[1] if model else spread[0]
+        times = sorted(rng.uniform(lo, hi) for _ in range(1 if model else spread[2]))
+        return times
+
+    def _must_hold(self, vote: Vote) -> bool:
+        """Would this AI vote complete a majority while humans still have their
+        fair time to vote (standard games with a living human seat)?"""
+        if self.hold_until is None or time.time() >= self.hold_until or vote.target is None:
+            return False
+        game = self.game
+        votes = dict(game.votes)
+        votes[vote.actor] = vote.target
+        count = sum(weight(game, v) for v, t in votes.items() if t == vote.target)
+        return count >= votes_needed(game)
+
+    async def _release_held(self) -> None:
+        """The humans' time is up: cast the held AI votes, in seat order (the
+        trial starts if the majority still holds)."""
+        self.hold_until = None
+        held, self.held = self.held, {}
+        for slot in sorted(held):
+            self._apply_seat_commands(slot, [held[slot]])
+        await self._flush()
+
     async def _run_realtime(self) -> None:
         game = self.game
         while not game.ended:
             seq = game.phase_seq
-            self.deadline = time.time() + self._duration()
+            started = time.time()
+            self.deadline = started + self._duration()
+            self.held = {}
+            self.hold_until = None
+            if game.phase is Phase.VOTING and any(game.player(h).alive for h in self.humans):
+                self.hold_until = min(self.deadline, started + self.settings.min_human_vote_s
+                                      * self.settings.time_scale)
             await self.bus.publish(game_channel(self.game_id), {
                 "type": "commands", "first_seq": len(game.commands) + 1, "commands": [],
                 "version": game.version, "deadline": self.deadline, "phase_seq": seq,
                 "t": time.time()})
-            asks = [asyncio.create_task(self._ask_later(slot, seq))
+            length = self.deadline - started
+            asks = [asyncio.create_task(self._ask_later(slot, seq, [started + f * length
+                                                                    for f in
+                                                                    self._ask_times(slot, seq)]))
                     for slot in seats_to_ask(game) if slot in self.ai]
             try:
                 while game.phase_seq == seq and not game.ended:
-                    left = self.deadline - time.time()
+                    now = time.time()
+                    if self.held and self.hold_until is not None and now >= self.hold_until:
+                        await self._release_held()
+                        continue
+                    left = self.deadline - now
                     if left <= 0:
                         self._apply(PhaseTimeout(seq), "timer")
                         await self._flush()
                         break
+                    if self.held and self.hold_until is not None:
+                        left = min(left, max(0.0, self.hold_until - now))
                     try:
                         item = await asyncio.wait_for(self.queue.get(), left)
                     except TimeoutError:
@@ -444,9 +518,17 @@ class GameActor:
                 for task in asks:
                     task.cancel()
 
-    async def _ask_later(self, slot: int, seq: int) -> None:
-        cmds = await self._decide(slot)
-        await self.queue.put({"type": "ai", "slot": slot, "commands": cmds, "phase_seq": seq})
+    async def _ask_later(self, slot: int, seq: int, at: list[float]) -> None:
+        """Ask the seat at each of the given moments (UNIX times) of the phase."""
+        for when in at:
+            wait = when - time.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self.game.phase_seq != seq or self.game.ended:
+                return
+            cmds = await self._decide(slot)
+            await self.queue.put({"type": "ai", "slot": slot, "commands": cmds,
+                                  "phase_seq": seq})
 
     async def _handle(self, item: dict[str, Any], seq: int) -> None:
         if item.get("type") == "ai":
