@@ -33,7 +33,7 @@ FACTIONS = ("town", "mafia", "neutral")
 REASON_WORDS = re.compile(
     r"\b(because|since|voted|voting|vote for|claimed|claims|claim|will|died|dead|killed|"
     r"lynch|lynched|guilty|innocent|flipped|result|checked|investigated|visited|visit|"
-    r"night|defended|defense|lied|lying|changed|counter|fake|framed|wagon|jailed|said)\b",
+    r"night|defended|defense|lied|lying|changed|counter|fake|framed|wagon|jailed|said|refused)\b",
     re.IGNORECASE)
 RESULT_KINDS = frozenset({cv.GROUP, cv.VISITED, cv.MAFIA_VISITED, cv.INNOCENT})
 

@@ -151,6 +151,7 @@ class ScriptedBot:
         self.acted: list[tuple[int, int]] = []  # (night, target) of own night actions
         self._said: dict[int, list[cv.Claim]] = {}  # Lookout sentences, by speaker
         self.good_vote: int | None = None  # an evil player this bot voted guilty on
+        self.vote_log: dict[int, tuple[int, int]] = {}  # voter -> (day, target) last vote
         self._sus: dict[int, float] | None = None
         self._stats: tuple[set[str], dict[str, int]] | None = None
 
@@ -525,11 +526,27 @@ class ScriptedBot:
             return talk.pick(rng, talk.reason_refused())
         if self.claim_round and claim is None:
             return talk.pick(rng, talk.reason_no_claim())
+        voted = self.vote_log.get(t)
+        if voted is not None and voted[1] != self.slot and voted[1] not in self.team \
+                and (t, cv.ACCUSE, voted[1], None) not in self.heard:
+            return talk.pick(rng, talk.reason_wagon(self._name(voted[1])))
         return None
 
     def _visits(self, src: int) -> list[cv.Claim]:
         """The Lookout sentences `src` said (visitor and house)."""
         return [c for c in self._said.get(src, ()) if c.kind == cv.VISITED]
+
+    def _push_target(self) -> str:
+        """The Executioner pushes its target, on whatever grounds it can find."""
+        assert self.exe_target is not None
+        t = self.exe_target
+        self.spoke_day = self.day
+        why = self._why(t)
+        if why is None:
+            claim = self.claims.get(t)
+            why = talk.pick(self.rng, talk.reason_doubt_claim(ROLES[claim].name) if claim
+                            else talk.reason_no_claim())
+        return talk.accuse(self.rng, self._name(t), why)
 
     def _accusation(self) -> str:
         """Call for a vote on the player this bot suspects most, with the reason;
@@ -542,10 +559,7 @@ class ScriptedBot:
             return ""
         if role == "executioner" and self.exe_target in self.alive:
             t = self.exe_target
-            why = self._why(t)
-            self.spoke_day = self.day
-            return talk.accuse(self.rng, self._name(t), why) if why else cv.say_accuse(
-                self._name(t))
+            return self._push_target()
         evil = self.mafia or role == "serial_killer"
         mine = self.team | {self.slot}
         if evil:
@@ -591,7 +605,7 @@ class ScriptedBot:
                 return f"{cv.say_role('Sheriff')} {cv.say_suspicious(t)}"
             if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed:
                 return self._claim_text()
-            return cv.say_accuse(t)
+            return self._push_target()
         if fac is Faction.TOWN:
             if self._counterclaim():
                 return self._claim_text()
@@ -1001,6 +1015,7 @@ def _on_will(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 def _on_vote(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.votes[d["voter"]] = d["target"]
+    b.vote_log[d["voter"]] = (b.ev_day, d["target"])
 
 
 def _on_vote_cancel(b: ScriptedBot, d: dict[str, Any]) -> None:

@@ -55,6 +55,12 @@ def reason_no_claim() -> tuple[str, ...]:
             "they keep dodging the claim question.")
 
 
+def reason_doubt_claim(role: str) -> tuple[str, ...]:
+    return (f"their {role} claim does not add up.",
+            f"I do not buy their {role} claim.",
+            f"nothing they said fits the {role} they claimed.")
+
+
 def reason_refused() -> tuple[str, ...]:
     return ("they refused to say their role.",
             "they would not claim when asked.")
