@@ -475,7 +475,11 @@ class ScriptedBot:
         if kind == "lynch":
             return talk.lynch_reaction(self.rng, name, rname, evil)
         text = talk.death_reaction(self.rng, name, rname, not evil)
-        if any(src == slot for src, *_ in self.reports) and self.rng.random() < 0.6:
+        named = next((t for src, k, t, _w, _x in self.reports if src == slot and t in self.alive
+                      and t != self.slot and k in (cv.SUSPICIOUS, cv.GROUP, cv.VISITED)), None)
+        if named is not None:
+            text += " " + talk.will_names(self.rng, name, self._name(named))
+        elif any(src == slot for src, *_ in self.reports) and self.rng.random() < 0.6:
             text += " " + talk.will_reaction(self.rng, name)
         return text
 

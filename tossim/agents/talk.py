@@ -173,6 +173,12 @@ def will_reaction(rng: random.Random, name: str) -> str:
                       f"{name}'s will matters here."))
 
 
+def will_names(rng: random.Random, dead: str, target: str) -> str:
+    return pick(rng, (f"{dead}'s will points at {target}. {target}, explain that.",
+                      f"Look at {dead}'s will: it names {target}.",
+                      f"{dead} wrote {target} down before dying. Why, {target}?"))
+
+
 def lynch_reaction(rng: random.Random, name: str, role: str, good: bool) -> str:
     if good:
         return pick(rng, (f"Good lynch on {name} yesterday, they were the {role}.",
