@@ -354,6 +354,21 @@ def bench_engine(
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
 
 
+@bench_app.command("pacing")
+def bench_pacing(
+    games: int = typer.Option(50, help="Seeded games of each size (7, 11 and 15 players)."),
+    seed: int = typer.Option(0, help="First seed."),
+) -> None:
+    """Scripted games: days with a trial, lynches by faction, distinct chat lines,
+    accusations that cite a reason, and the winner table."""
+    from tossim.agents import pacing_bench
+
+    typer.echo(f"bench pacing: {games} scripted Classic games per size, seeds {seed}.."
+               f"{seed + games - 1}")
+    for line in pacing_bench.report_lines(pacing_bench.run(games, seed)):
+        typer.echo(line)
+
+
 @bench_app.command("agents")
 def bench_agents(
     ai: str = typer.Option("local", help="Backend: local (bundled SmolLM2 on the CPU), vllm, "

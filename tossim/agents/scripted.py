@@ -21,6 +21,7 @@ from typing import Any
 
 from tossim.agents import bot_hints
 from tossim.agents import claims as cv
+from tossim.agents import talk
 from tossim.engine.commands import (
     Chat,
     Command,
@@ -140,6 +141,18 @@ class ScriptedBot:
         self.fake_sheriff_done = False
         self.said_dead = False
         self.claim_round = False  # the town has been asked to claim
+        self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
+        self.refused: set[int] = set()  # said they will not claim
+        # slot -> what their verdicts showed: (kind, lynched slot, role key)
+        self.marks: dict[int, list[tuple[str, int, str]]] = {}
+        self.news: list[tuple[str, int, str]] = []  # (dawn|lynch, slot, role) to react to
+        self.spoke_day = 0  # the last day this bot accused someone in public
+        self.accused_today: set[int] = set()
+        self.checked_sus: set[int] = set()  # own Sheriff results that came back guilty
+        self.acted: list[tuple[int, int]] = []  # (night, target) of own night actions
+        self._said: dict[int, list[cv.Claim]] = {}  # Lookout sentences, by speaker
+        self.good_vote: int | None = None  # an evil player this bot voted guilty on
+        self.vote_log: dict[int, tuple[int, int]] = {}  # voter -> (day, target) last vote
         self._sus: dict[int, float] | None = None
         self._stats: tuple[set[str], dict[str, int]] | None = None
 
@@ -217,13 +230,17 @@ class ScriptedBot:
                 before = self.claims.get(src)
                 if before is not None and before != c.role and src not in self.dead_role:
                     self.own[src] = self.own.get(src, 0.0) + 1.0  # changed their story
+                    self.changed[src] = (before, c.role)
                 self.claims[src] = c.role
                 continue
             if kind == cv.NO_CLAIM:
                 self.own[src] = self.own.get(src, 0.0) + 0.3
+                self.refused.add(src)
                 continue
             if c.target is None or kind == cv.MAFIA_VISITED:
                 continue
+            if kind == cv.VISITED:
+                self._said.setdefault(src, []).append(c)
             w = 0.0
             extra: Any = None
             if kind == cv.SUSPICIOUS:
@@ -231,7 +248,7 @@ class ScriptedBot:
             elif kind == cv.INNOCENT:
                 w = -0.7
             elif kind == cv.ACCUSE:
-                w = 0.3
+                w = 0.15  # the reason given, if any, is evidence each bot weighs itself
             elif kind == cv.GROUP:
                 extra = c.roles
             elif kind == cv.VISITED:
@@ -391,11 +408,12 @@ class ScriptedBot:
         return self.cover
 
     def _claim_text(self) -> str:
+        accused = self.accused_me
         self.claimed = self._my_claim()
         self.accused_me = False
-        text = cv.say_role(ROLES[self.claimed].name)
+        text = talk.claim_intro(self.rng, accused) + cv.say_role(ROLES[self.claimed].name)
         if self.unshared and self.claimed == self.role:
-            text += " " + " ".join(self.unshared)
+            text += f" {talk.results_intro(self.rng)} " + " ".join(self.unshared)
             self.unshared = []
         return text
 
@@ -420,7 +438,10 @@ class ScriptedBot:
         out = self._will_cmd()
         chat = acts.get("chat")
         if chat is not None and "public" in chat.options:
-            text = self._speech()
+            parts = [self._react(), self._speech()]
+            if not parts[1]:
+                parts.append(self._accusation())
+            text = " ".join(p for p in parts if p)
             if text:
                 out.append(Chat(self.slot, text[:500], "public"))
         if "seance" in acts:
@@ -441,6 +462,135 @@ class ScriptedBot:
         self.promised.add(t)
         return [Whisper(self.slot, t, "I will protect you tonight.")]
 
+    # ---- talk: reactions, accusations with reasons, defences ---------------------------
+    def _react(self) -> str:
+        """What this bot makes of the night's deaths, wills and yesterday's lynch
+        (said at most once, by some of the players)."""
+        news, self.news = self.news, []
+        if not news or self.rng.random() >= 0.35:
+            return ""
+        kind, slot, role = news[self.rng.randrange(len(news))]
+        name, rname = self._name(slot), ROLES[role].name if role in ROLES else "unknown"
+        # in public everyone speaks as the Town would, the Mafia included
+        evil = EVIL.get(role, 0.0) >= 1.0
+        if kind == "lynch":
+            return talk.lynch_reaction(self.rng, name, rname, evil)
+        text = talk.death_reaction(self.rng, name, rname, not evil)
+        named = next((t for src, k, t, _w, _x in self.reports if src == slot and t in self.alive
+                      and t != self.slot and k in (cv.SUSPICIOUS, cv.GROUP, cv.VISITED)), None)
+        if named is not None:
+            text += " " + talk.will_names(self.rng, name, self._name(named))
+        elif any(src == slot for src, *_ in self.reports) and self.rng.random() < 0.6:
+            text += " " + talk.will_reaction(self.rng, name)
+        return text
+
+    def _why(self, t: int) -> str | None:
+        """A reason to suspect `t` that points at something this bot saw (a
+        result, a claim, a vote, a will, a death), or None."""
+        rng = self.rng
+        claim = self.claims.get(t)
+        if t in self.checked_sus:
+            return talk.pick(rng, talk.reason_own_check())
+        roles = self.own_groups.get(t)
+        if roles is not None and self.group_weight(roles, claim) >= 0.6:
+            return talk.pick(rng, talk.reason_group(roles))
+        if t in self.changed:
+            a, b = self.changed[t]
+            return talk.pick(rng, talk.reason_changed(ROLES[a].name, ROLES[b].name))
+        if claim is not None and t not in self.revealed:
+            cname = ROLES[claim].name
+            dead_roles, _ = self._claim_stats()
+            if claim in dead_roles and ROLES[claim].unique:
+                return talk.pick(rng, talk.reason_claimed_dead_role(cname))
+            if claim == self.role and ROLES[self.role].faction is Faction.TOWN:
+                return talk.pick(rng, talk.reason_my_role(cname))
+            other = next((p for p, c in sorted(self.claims.items()) if c == claim and p != t
+                          and p in self.alive and p != self.slot), None)
+            if other is not None and ROLES[claim].unique:
+                return talk.pick(rng, talk.reason_counterclaim(cname, self._name(other)))
+        for kind, dead, role in self.marks.get(t, ()):
+            rname = ROLES[role].name if role in ROLES else role
+            if kind == "guilty_on_town":
+                return talk.pick(rng, talk.reason_voted_town(self._name(dead), rname))
+            return talk.pick(rng, talk.reason_defended_evil(self._name(dead), rname))
+        for src, kind, target, _w, extra in self.reports:
+            if target != t or kind not in (cv.SUSPICIOUS, cv.VISITED, cv.GROUP) \
+                    or self.trust(src) <= 0.2:
+                continue
+            if kind == cv.GROUP and self.group_weight(extra, claim) < 0.6:
+                continue
+            if src in self.dead_role:
+                return talk.pick(rng, talk.reason_will(self._name(src)))
+            if kind == cv.VISITED:
+                victim = next((c.target for c in self._visits(src) if c.visitor == t), None)
+                if victim is not None and victim in self.dead_role:
+                    return talk.pick(rng, talk.reason_visit(self._name(src), self._name(victim)))
+                continue
+            return talk.pick(rng, talk.reason_reported(self._name(src)))
+        if t in self.refused:
+            return talk.pick(rng, talk.reason_refused())
+        if self.claim_round and claim is None:
+            return talk.pick(rng, talk.reason_no_claim())
+        voted = self.vote_log.get(t)
+        if voted is not None and voted[1] != self.slot and voted[1] not in self.team \
+                and (t, cv.ACCUSE, voted[1], None) not in self.heard:
+            return talk.pick(rng, talk.reason_wagon(self._name(voted[1])))
+        return None
+
+    def _visits(self, src: int) -> list[cv.Claim]:
+        """The Lookout sentences `src` said (visitor and house)."""
+        return [c for c in self._said.get(src, ()) if c.kind == cv.VISITED]
+
+    def _push_target(self) -> str:
+        """The Executioner pushes its target, on whatever grounds it can find."""
+        assert self.exe_target is not None
+        t = self.exe_target
+        self.spoke_day = self.day
+        why = self._why(t)
+        if why is None:
+            claim = self.claims.get(t)
+            why = talk.pick(self.rng, talk.reason_doubt_claim(ROLES[claim].name) if claim
+                            else talk.reason_no_claim())
+        return talk.accuse(self.rng, self._name(t), why)
+
+    def _accusation(self) -> str:
+        """Call for a vote on the player this bot suspects most, with the reason;
+        the Mafia and the Serial Killer accuse Town players on real grounds."""
+        if self.spoke_day == self.day or self.day < 2:
+            return ""
+        s = self.sus()
+        role = self.role
+        if role == "jester":
+            return ""
+        if role == "executioner" and self.exe_target in self.alive:
+            t = self.exe_target
+            return self._push_target()
+        evil = self.mafia or role == "serial_killer"
+        mine = self.team | {self.slot}
+        if evil:
+            if self.rng.random() >= 0.45:
+                return ""
+            threat = self._sheriff_threat() if self.mafia else None
+            cands = [threat] if threat is not None else [
+                p for p in sorted(s) if p not in mine and p not in self.revealed]
+            scored = [(p, w) for p in cands if (w := self._why(p))]
+            if not scored:
+                return ""
+            t, why = scored[self.rng.randrange(len(scored))]
+        else:
+            at = 0.45 if self.claim_round else 0.6
+            top_t, top = self._top_suspect(sorted(s))
+            if top_t is None or top < at:
+                return ""
+            t = top_t
+            reason = self._why(t)
+            if reason is None:
+                return ""
+            why = reason
+        self.spoke_day = self.day
+        self.accused_today.add(t)
+        return talk.accuse(self.rng, self._name(t), why)
+
     def _speech(self) -> str:
         role = self.role
         fac = ROLES[role].faction
@@ -460,7 +610,7 @@ class ScriptedBot:
                 return f"{cv.say_role('Sheriff')} {cv.say_suspicious(t)}"
             if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed:
                 return self._claim_text()
-            return cv.say_accuse(t)
+            return self._push_target()
         if fac is Faction.TOWN:
             if self._counterclaim():
                 return self._claim_text()
@@ -577,7 +727,9 @@ class ScriptedBot:
         if best is not None and top >= at:
             return best
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
-        if wagon and s.get(wagon[0], 0.0) >= 0.45:
+        # join a wagon with momentum on someone this bot has something against
+        if wagon and s.get(wagon[0], 0.0) >= (0.25 if tally[wagon[0]] >= 2 else 0.45) \
+                and wagon[0] not in self.revealed:
             return wagon[0]
         return None
 
@@ -590,8 +742,15 @@ class ScriptedBot:
         if chat is None or self.accused != self.slot:
             return out
         if self.role == "jester":
-            return [Chat(self.slot, cv.say_no_claim())]
-        return [Chat(self.slot, self._claim_text()[:500])]
+            return [Chat(self.slot, f"{cv.say_no_claim()} {talk.jester_defence(self.rng)}")]
+        text = self._claim_text()
+        if self.results and self.claimed == self.role:
+            text += f" {talk.results_intro(self.rng)} " + " ".join(
+                r.split(": ", 1)[-1] for r in self.results[-3:])
+        if self.good_vote is not None and self.rng.random() < 0.5:
+            text += " " + talk.plea_with_vote(self.rng, self._name(self.good_vote))
+        text += " " + talk.defence(self.rng)
+        return [Chat(self.slot, text[:500])]
 
     def _judgement(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -863,6 +1022,7 @@ def _on_will(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 def _on_vote(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.votes[d["voter"]] = d["target"]
+    b.vote_log[d["voter"]] = (b.ev_day, d["target"])
 
 
 def _on_vote_cancel(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -909,6 +1069,37 @@ def _on_dawn_death(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.night_deaths.setdefault(b.ev_day - 1, set()).add(d["player"])
 
 
+def _on_dawn_role(b: ScriptedBot, d: dict[str, Any]) -> None:
+    role = find_role(str(d.get("role", "")))
+    if isinstance(d.get("player"), int) and role is not None:
+        b.news.append(("dawn", d["player"], role.key))
+
+
+def _on_lynch(b: ScriptedBot, d: dict[str, Any]) -> None:
+    """A lynch shows the role: the verdicts cast on it become evidence about
+    the voters (guilty on a Town member, innocent on a Mafia member)."""
+    slot = d.get("player")
+    role = find_role(str(d.get("role", "")))
+    if not isinstance(slot, int) or role is None:
+        return
+    b.news.append(("lynch", slot, role.key))
+    town = role.faction is Faction.TOWN
+    evil = EVIL.get(role.key, 0.0) >= 1.0
+    for voter, verdict in b.verdicts.items():
+        if voter == b.slot:
+            if evil and verdict == "guilty":
+                b.good_vote = slot
+            continue
+        if town and verdict == "guilty":
+            b.own[voter] = b.own.get(voter, 0.0) + 0.25
+            b.marks.setdefault(voter, []).append(("guilty_on_town", slot, role.key))
+        elif evil and verdict == "innocent":
+            b.own[voter] = b.own.get(voter, 0.0) + 0.5
+            b.marks.setdefault(voter, []).append(("innocent_on_evil", slot, role.key))
+        elif evil and verdict == "guilty":
+            b.own[voter] = b.own.get(voter, 0.0) - 0.15
+
+
 def _on_reveal(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.revealed.add(d["player"])
     b.claims[d["player"]] = "mayor"
@@ -918,6 +1109,8 @@ def _on_sheriff(suspicious: bool) -> Callable[[ScriptedBot, dict[str, Any]], Non
     def handle(b: ScriptedBot, d: dict[str, Any]) -> None:
         t = d["target"]
         b.own[t] = b.own.get(t, 0.0) + (2.0 if suspicious else -0.8)
+        if suspicious:
+            b.checked_sus.add(t)
         name = b._name(t)
         line = cv.say_suspicious(name) if suspicious else cv.say_innocent(name)
         b.results.append(f"N{b.ev_day}: {line}")
@@ -981,6 +1174,8 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "judge.vote": _on_verdict,
     "judge.pardon": _on_pardon,
     "dawn.death": _on_dawn_death,
+    "dawn.role": _on_dawn_role,
+    "lynch.death": _on_lynch,
     "mayor.reveal": _on_reveal,
     "night.sheriff_mafia": _on_sheriff(True),
     "night.sheriff_sk": _on_sheriff(True),
@@ -996,6 +1191,7 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
 # Events after which suspicion must be computed again.
 _CHANGES_SUSPICION = frozenset({
     "chat.public", "chat.jail", "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
+    "lynch.death",
     "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
     "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",
 })

@@ -3,7 +3,8 @@
 Channels carry JSON-able dicts. Game channels carry the accepted commands of a
 game (every process keeps a mirror of the games it serves and applies them);
 command channels carry seat commands to the process that runs the game, and
-reply channels carry the answer back.
+reply channels carry the answer back. Thinking channels carry model seats'
+steps (thinking, tool calls, observations) to omniscient spectators.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def game_channel(game_id: str) -> str:
 
 def command_channel(game_id: str) -> str:
     return f"tossim:cmd:{game_id}"
+
+
+def thinking_channel(game_id: str) -> str:
+    """Model seats' thinking, tool calls and observations as they happen; read
+    only by omniscient spectators (never by seats or public viewers)."""
+    return f"tossim:think:{game_id}"
 
 
 class Subscription(Protocol):

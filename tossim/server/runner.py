@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.llm_seat import LLMSeat
@@ -43,16 +44,24 @@ from tossim.engine import (
     PhaseTimeout,
     View,
     Viewer,
+    Vote,
     apply,
     command_from_dict,
     new_game,
     view,
 )
 from tossim.engine.modes import DURATIONS
+from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.registry import MODEL_BACKENDS
-from tossim.server.bus import Bus, Subscription, command_channel, game_channel
+from tossim.server.bus import (
+    Bus,
+    Subscription,
+    command_channel,
+    game_channel,
+    thinking_channel,
+)
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import Store
@@ -63,6 +72,17 @@ SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
 # played by a model: here, on a worker, or through a chat API
 MODEL_SEATS = (LLMSeat, RemoteSeat, ChatSeat)
+
+
+# Standard games: when AI seats are asked, as fractions of the phase's length:
+# phase -> ((lo, hi) for scripted seats, (lo, hi) for model seats, how many
+# times a scripted seat is asked). Phases not listed: at the start.
+SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
+    "day1": ((0.05, 0.6), (0.0, 0.3), 1),
+    "discussion": ((0.05, 0.6), (0.0, 0.3), 1),
+    "voting": ((0.1, 0.9), (0.05, 0.4), 2),
+    "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
+}
 
 
 class AISeat(Protocol):
@@ -166,6 +186,17 @@ class GameActor:
         self._sub: Subscription | None = None
         self._sub_task: asyncio.Task[None] | None = None
         self.done = asyncio.Event()
+        # model seats' turns: how many of each seat's `turn_log` entries are
+        # stored, and the last stored seq (a resumed game goes on counting)
+        self.turns_stored = dict.fromkeys(self.ai, 0)
+        self.turn_seq = dict.fromkeys(self.ai, 0)
+        self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # standard games with a living human: until `hold_until` an AI vote
+        # that would complete a majority is held (one per seat, the latest)
+        self.humans = frozenset(range(1, config.players + 1)) - frozenset(self.ai)
+        self.hold_until: float | None = None
+        self.held: dict[int, Vote] = {}
+        self._think_task: asyncio.Task[None] | None = None
 
     @property
     def deterministic(self) -> bool:
@@ -191,12 +222,13 @@ class GameActor:
                 apply(self.game, command_from_dict(data))
         self.summaries.update(await self.store.summaries(self.game_id))
         self._summarized = set(self.summaries)
+        await self._watch_thinking()
         self._sub = await self.bus.subscribe(command_channel(self.game_id))
         self._sub_task = asyncio.create_task(self._listen(), name=f"cmds-{self.game_id}")
         self.task = asyncio.create_task(self._main(), name=f"actor-{self.game_id}")
 
     async def stop(self) -> None:
-        for task in (self.task, self._sub_task):
+        for task in (self.task, self._sub_task, self._think_task):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -284,6 +316,77 @@ class GameActor:
     def replaying(self) -> bool:
         return bool(self.pending)
 
+    # ---- model seats' thinking -----------------------------------------------------------
+    async def _watch_thinking(self) -> None:
+        """Hook every seat that reports its steps (`LLMSeat.on_step`): each step
+        goes to the thinking channel, which only omniscient spectators read."""
+        for slot, turns in self._stored_turn_counts(await self.store.turns(self.game_id)).items():
+            if slot in self.turn_seq:
+                self.turn_seq[slot] = turns
+        hooked = False
+        loop = asyncio.get_running_loop()
+        for slot, seat in self.ai.items():
+            if hasattr(seat, "on_step"):
+                cast(Any, seat).on_step = self._step_reporter(slot, loop)
+                hooked = True
+        if hooked:
+            self._think_task = asyncio.create_task(self._publish_thinking(),
+                                                   name=f"think-{self.game_id}")
+
+    @staticmethod
+    def _stored_turn_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for r in rows:
+            out[r["slot"]] = max(out.get(r["slot"], 0), int(r["seq"]))
+        return out
+
+    def _step_reporter(self, slot: int, loop: asyncio.AbstractEventLoop
+                       ) -> Any:
+        """The seat's `on_step(_, step)`: called during a turn (maybe from a
+        backend thread), it queues the step for the publisher."""
+        def report(_index: int, step: dict[str, Any]) -> None:
+            if self.replaying or not isinstance(step, dict):
+                return
+            msg = {"type": "thinking", "slot": slot, "day": self.game.day,
+                   "phase": self.game.phase.value,
+                   "step": {k: v for k, v in step.items() if k != "prompt"}}
+            loop.call_soon_threadsafe(self._thinking.put_nowait, msg)
+        return report
+
+    async def _publish_thinking(self) -> None:
+        channel = thinking_channel(self.game_id)
+        while True:
+            msg = await self._thinking.get()
+            try:
+                await self.bus.publish(channel, msg)
+            except Exception:
+                log.warning("game %s: a thinking step was not published", self.game_id,
+                            exc_info=True)
+
+    async def _store_turns(self, slot: int) -> None:
+        """Store the seat's turns finished since the last call (`turn_log`),
+        for replays and the turns route; a seat without one stores nothing."""
+        log_ = getattr(self.ai.get(slot), "turn_log", None)
+        if not isinstance(log_, list):
+            return
+        new = log_[self.turns_stored[slot]:]
+        self.turns_stored[slot] = len(log_)
+        for turn in new:
+            if not isinstance(turn, dict):
+                continue
+            self.turn_seq[slot] += 1
+            data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "tokens")}
+            day = turn.get("day")
+            phase = turn.get("phase")
+            try:
+                await self.store.add_turn(
+                    self.game_id, slot, self.turn_seq[slot],
+                    day if isinstance(day, int) else self.game.day,
+                    phase if isinstance(phase, str) else self.game.phase.value, data)
+            except Exception:
+                log.warning("game %s: seat %d's turn was not stored", self.game_id, slot,
+                            exc_info=True)
+
     # ---- AI seats -----------------------------------------------------------------------
     async def _decide(self, slot: int) -> list[Command]:
         obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
@@ -294,7 +397,9 @@ class GameActor:
         deadline = (self.settings.model_deadline if slot in self.models
                     else self.settings.ai_deadline)
         try:
-            return await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
+            cmds = await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
+            await self._store_turns(slot)
+            return cmds
         except TimeoutError:
             m.timeouts += 1
             log.warning("game %s: AI seat %d did not answer in time; it abstains",
@@ -313,6 +418,11 @@ class GameActor:
             if self.game.ended or self.game.phase_seq != seq:
                 return  # what is left was meant for the phase that just ended
             problem = seat_command_problem(slot, cmd, checked=True)
+            if problem is None and isinstance(cmd, Vote):
+                if self._must_hold(cmd):
+                    self.held[slot] = cmd
+                    continue
+                self.held.pop(slot, None)
             try:
                 if problem is not None:
                     raise IllegalCommand(problem, "intention")
@@ -355,24 +465,74 @@ class GameActor:
         return (table[self.game.phase.value] * self.settings.time_scale
                 * SPEED_SCALE.get(self.speed, 1.0))
 
+    def _ask_times(self, slot: int, seq: int) -> list[float]:
+        """When (fractions of the phase) an AI seat is asked in a standard
+        game: spread over the phase, seeded by game, phase and seat, so votes
+        and talk arrive one by one as at a table and each seat's View holds
+        the chat and votes so far. Scripted seats are asked twice in Voting
+        (they may join a wagon); model seats once, early (they take time)."""
+        rng = random.Random(f"{self.config.seed}:{seq}:{slot}")
+        model = slot in self.models
+        spread = SPREAD.get(self.game.phase.value)
+        if spread is None:
+            return [0.0]
+        lo, hi = spread[1] if model else spread[0]
+        times = sorted(rng.uniform(lo, hi) for _ in range(1 if model else spread[2]))
+        return times
+
+    def _must_hold(self, vote: Vote) -> bool:
+        """Would this AI vote complete a majority while humans still have their
+        fair time to vote (standard games with a living human seat)?"""
+        if self.hold_until is None or time.time() >= self.hold_until or vote.target is None:
+            return False
+        game = self.game
+        votes = dict(game.votes)
+        votes[vote.actor] = vote.target
+        count = sum(weight(game, v) for v, t in votes.items() if t == vote.target)
+        return count >= votes_needed(game)
+
+    async def _release_held(self) -> None:
+        """The humans' time is up: cast the held AI votes, in seat order (the
+        trial starts if the majority still holds)."""
+        self.hold_until = None
+        held, self.held = self.held, {}
+        for slot in sorted(held):
+            self._apply_seat_commands(slot, [held[slot]])
+        await self._flush()
+
     async def _run_realtime(self) -> None:
         game = self.game
         while not game.ended:
             seq = game.phase_seq
-            self.deadline = time.time() + self._duration()
+            started = time.time()
+            self.deadline = started + self._duration()
+            self.held = {}
+            self.hold_until = None
+            if game.phase is Phase.VOTING and any(game.player(h).alive for h in self.humans):
+                self.hold_until = min(self.deadline, started + self.settings.min_human_vote_s
+                                      * self.settings.time_scale)
             await self.bus.publish(game_channel(self.game_id), {
                 "type": "commands", "first_seq": len(game.commands) + 1, "commands": [],
                 "version": game.version, "deadline": self.deadline, "phase_seq": seq,
                 "t": time.time()})
-            asks = [asyncio.create_task(self._ask_later(slot, seq))
+            length = self.deadline - started
+            asks = [asyncio.create_task(self._ask_later(slot, seq, [started + f * length
+                                                                    for f in
+                                                                    self._ask_times(slot, seq)]))
                     for slot in seats_to_ask(game) if slot in self.ai]
             try:
                 while game.phase_seq == seq and not game.ended:
-                    left = self.deadline - time.time()
+                    now = time.time()
+                    if self.held and self.hold_until is not None and now >= self.hold_until:
+                        await self._release_held()
+                        continue
+                    left = self.deadline - now
                     if left <= 0:
                         self._apply(PhaseTimeout(seq), "timer")
                         await self._flush()
                         break
+                    if self.held and self.hold_until is not None:
+                        left = min(left, max(0.0, self.hold_until - now))
                     try:
                         item = await asyncio.wait_for(self.queue.get(), left)
                     except TimeoutError:
@@ -382,9 +542,17 @@ class GameActor:
                 for task in asks:
                     task.cancel()
 
-    async def _ask_later(self, slot: int, seq: int) -> None:
-        cmds = await self._decide(slot)
-        await self.queue.put({"type": "ai", "slot": slot, "commands": cmds, "phase_seq": seq})
+    async def _ask_later(self, slot: int, seq: int, at: list[float]) -> None:
+        """Ask the seat at each of the given moments (UNIX times) of the phase."""
+        for when in at:
+            wait = when - time.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self.game.phase_seq != seq or self.game.ended:
+                return
+            cmds = await self._decide(slot)
+            await self.queue.put({"type": "ai", "slot": slot, "commands": cmds,
+                                  "phase_seq": seq})
 
     async def _handle(self, item: dict[str, Any], seq: int) -> None:
         if item.get("type") == "ai":

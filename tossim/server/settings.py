@@ -51,3 +51,7 @@ class Settings(BaseSettings):
     rate_limit_seconds: float = 5.0
     # Phase lengths are multiplied by this (tests use small values).
     time_scale: float = 1.0
+    # Standard-speed games with a living human seat: for this many seconds
+    # after Voting opens (times time_scale) no AI vote completes a majority;
+    # such votes are held and cast when the time is up (docs/rules.md).
+    min_human_vote_s: float = 15.0

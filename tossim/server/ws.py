@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.engine.view import Viewer, view
-from tossim.server.bus import command_channel
+from tossim.server.bus import command_channel, thinking_channel
 from tossim.server.mirror import GameMirror
 from tossim.server.service import (
     ServiceError,
@@ -114,19 +114,40 @@ class Connection:
             assert mirror.game is not None
             await self.send({"type": "hello", "game_id": self.game_id,
                              "viewer": self.viewer.label(), "version": mirror.game.version})
-            sender = asyncio.create_task(self._follow(mirror))
+            senders = [asyncio.create_task(self._follow(mirror))]
+            if self.sees_thinking:
+                senders.append(asyncio.create_task(self._follow_thinking()))
             try:
                 await self._receive(mirror)
             finally:
-                sender.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await sender
+                for sender in senders:
+                    sender.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await sender
         except WebSocketDisconnect:
             pass
         finally:
             await hub.release(mirror)
 
     # ---- server -> client ---------------------------------------------------------------
+    @property
+    def sees_thinking(self) -> bool:
+        """Model seats' thinking goes only to omniscient spectators watching
+        without delay, which `watch_socket` allows only for all-AI and finished
+        games: never to a seat, a public viewer or a delayed spectator."""
+        return self.slot is None and self.viewer.kind == "omniscient" and not self.delay
+
+    async def _follow_thinking(self) -> None:
+        bus = self.ws.app.state.bus
+        sub = await bus.subscribe(thinking_channel(self.game_id))
+        try:
+            async for msg in sub:
+                if msg.get("type") == "thinking":
+                    await self.send({k: msg[k] for k in ("type", "slot", "day", "phase", "step")
+                                     if k in msg})
+        finally:
+            await sub.close()
+
     async def _follow(self, mirror: GameMirror) -> None:
         first = True
         assert mirror.game is not None

@@ -639,3 +639,31 @@ class Store(ArenaQueries):
                 sa.select(T.seat_metrics.c.slot, T.seat_metrics.c.data)
                 .where(T.seat_metrics.c.game_id == game_id).order_by(T.seat_metrics.c.slot))
             return {r.slot: r.data for r in rows}
+
+    # --- model seats' turns ----------------------------------------------------
+
+    async def add_turn(self, game_id: str, slot: int, seq: int, day: int, phase: str,
+                       data: dict[str, Any]) -> None:
+        """Store one finished turn of a model seat (`seq` counts the seat's
+        turns from 1; a seq already stored raises ConflictError)."""
+        try:
+            async with self._tx() as conn:
+                await conn.execute(sa.insert(T.seat_turns).values(
+                    game_id=game_id, slot=slot, seq=seq, day=day, phase=phase, data=data,
+                    created_at=_now()))
+        except IntegrityError as exc:
+            raise ConflictError(f"game {game_id}: turn {seq} of seat {slot} exists "
+                                "(or no such game)") from exc
+
+    async def turns(self, game_id: str, slot: int | None = None) -> list[dict[str, Any]]:
+        """The stored turns, by seat then seq: dicts with slot, seq, day, phase
+        and the turn's data (prompt, output, steps, action, tokens)."""
+        q = sa.select(T.seat_turns.c.slot, T.seat_turns.c.seq, T.seat_turns.c.day,
+                      T.seat_turns.c.phase, T.seat_turns.c.data
+                      ).where(T.seat_turns.c.game_id == game_id)
+        if slot is not None:
+            q = q.where(T.seat_turns.c.slot == slot)
+        async with self._read() as conn:
+            rows = await conn.execute(q.order_by(T.seat_turns.c.slot, T.seat_turns.c.seq))
+            return [{**(r.data if isinstance(r.data, dict) else {}), "slot": r.slot,
+                     "seq": r.seq, "day": r.day, "phase": r.phase} for r in rows]

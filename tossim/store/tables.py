@@ -123,3 +123,18 @@ arena_games = sa.Table(
     sa.Column("seed", sa.BigInteger, nullable=False),
     sa.Column("seats", sa.JSON, nullable=False),  # the entry label of each slot, in order
 )
+
+# One row per finished turn of a model seat: `data` holds the prompt, the
+# output, the steps (thinking, tool calls with observations, faults, the
+# action), the action and the token counts (`LLMSeat.turn_log` entries).
+seat_turns = sa.Table(
+    "seat_turns", metadata,
+    sa.Column("game_id", sa.String(32), sa.ForeignKey("games.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("slot", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("day", sa.Integer, nullable=False),
+    sa.Column("phase", sa.String, nullable=False),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)

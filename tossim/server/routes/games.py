@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from tossim.server import service
 from tossim.server.deps import call
@@ -47,3 +47,20 @@ async def get_replay(game_id: str, request: Request,
     """The game as this viewer may see it: events, and for omniscient viewers
     (finished or all-AI games) the config, seed and command log."""
     return await call(service.replay(request.app.state.store, game_id, viewer))
+
+
+@router.get("/{game_id}/turns")
+async def get_turns(game_id: str, request: Request,
+                    slot: int | None = Query(None, ge=1, le=15,
+                                             description="only this seat's turns"),
+                    ) -> dict[str, Any]:
+    """Model seats' stored turns (thinking, tool calls, observations, action),
+    offered where the omniscient view is (finished or all-AI games), else 403.
+    Prompts are kept in the store but not served."""
+    store = request.app.state.store
+    row = await call(service.get_row(store, game_id))
+    if not service.privileged_allowed(row):
+        raise HTTPException(403, "model seats' turns are offered for all-AI or finished games")
+    turns = await store.turns(game_id, slot)
+    return {"turns": [{k: t.get(k) for k in ("slot", "seq", "day", "phase", "steps", "action")}
+                      for t in turns]}

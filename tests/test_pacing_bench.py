@@ -1,0 +1,48 @@
+"""`tossim bench pacing` and the scripted bots' table talk: the classifier
+tells a reasoned accusation from a bare one, the figures add up, and bots'
+chat is varied, gives reasons and stays deterministic."""
+
+from __future__ import annotations
+
+from tossim.agents import claims as cv
+from tossim.agents import pacing_bench
+from tossim.agents.match import play_match
+from tossim.engine import GameConfig
+
+NAMES = tuple(f"Player {i}" for i in range(1, 16))
+
+
+def test_classifier_tells_reasoned_accusations_from_bare_ones() -> None:
+    vocab = cv.vocabulary(NAMES)
+    assert pacing_bench.classify(vocab, "Vote Player 4!") == (True, False)
+    assert pacing_bench.classify(
+        vocab, "Vote Player 4! They voted guilty on Player 2, who flipped Doctor.") == (True, True)
+    assert pacing_bench.classify(
+        vocab, "I am the Sheriff. Player 4 is suspicious!") == (True, True)
+    assert pacing_bench.classify(vocab, "I am the Doctor.") == (False, False)
+
+
+def test_figures_add_up_and_print() -> None:
+    figs = pacing_bench.run(4, seed=3, sizes=(7, 15))
+    for f in figs:
+        assert f.games == 4 and sum(f.results.values()) == 4
+        assert 0 < f.trial_days <= f.voting_days
+        assert sum(f.lynches.values()) <= f.trials
+        assert f.reasoned <= f.accusations and f.distinct_lines <= f.chat_lines
+    lines = pacing_bench.report_lines(figs)
+    assert lines[0].split()[0] == "players" and "winners:" in lines
+
+
+def test_bots_talk_varied_and_give_reasons() -> None:
+    game = play_match(GameConfig(players=15, seed=12)).game
+    texts = [e.data["text"] for e in game.events if e.key == "chat.public"]
+    assert len(texts) >= 20
+    assert len(set(texts)) >= 0.85 * len(texts)  # no one-liner repeated over and over
+    vocab = cv.vocabulary(tuple(p.name for p in game.players))
+    judged = [pacing_bench.classify(vocab, t) for t in texts]
+    accusations = [r for a, r in judged if a]
+    assert accusations and sum(accusations) >= 0.8 * len(accusations)
+    # claims and defences are there too, and the same seed says the same things
+    assert any("I am the" in t for t in texts)
+    again = play_match(GameConfig(players=15, seed=12)).game
+    assert texts == [e.data["text"] for e in again.events if e.key == "chat.public"]
