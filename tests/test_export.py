@@ -87,10 +87,7 @@ async def test_export_rows_and_dataset_loading(tmp_path: Path) -> None:
 
 
 async def test_export_reads_seat_turns_when_the_store_has_them(tmp_path: Path) -> None:
-    """The model-seat traces table (added by another branch) is preferred to
-    the command log. Made here by hand with the columns the export reads."""
-    import sqlalchemy as sa
-
+    """A game's stored model-seat turns are exported instead of its command log."""
     db, store, _ = await _arena_db(tmp_path)
     arena = await store.get_arena("ex")
     assert arena is not None
@@ -98,14 +95,7 @@ async def test_export_reads_seat_turns_when_the_store_has_them(tmp_path: Path) -
     trace = {"prompt": "<system>...", "output": "<action>vote 3</action>",
              "steps": [{"tool": "graveyard", "observation": "empty"}],
              "action": {"type": "vote", "actor": 2, "target": 3}, "tokens": 812}
-    async with store.engine.begin() as conn:
-        await conn.execute(sa.text(
-            "CREATE TABLE IF NOT EXISTS seat_turns (game_id VARCHAR(32) NOT NULL, "
-            "slot INTEGER NOT NULL, seq INTEGER NOT NULL, day INTEGER NOT NULL, "
-            "phase VARCHAR NOT NULL, data JSON NOT NULL, PRIMARY KEY (game_id, slot, seq))"))
-        await conn.execute(sa.text(
-            "INSERT INTO seat_turns (game_id, slot, seq, day, phase, data) "
-            "VALUES (:g, 2, 1, 2, 'voting', :d)"), {"g": gid, "d": json.dumps(trace)})
+    await store.add_turn(gid, 2, 1, 2, "voting", trace)
     games, turns = await export_rows(store, [gid])
     await store.close()
     assert len(turns) == 1

@@ -62,24 +62,6 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-async def _seat_turns(store: Any, game_id: str) -> list[dict[str, Any]] | None:
-    """The model-seat traces of a game, or None when the store has no
-    `seat_turns` table (older schema)."""
-    import sqlalchemy as sa
-
-    async with store.engine.connect() as conn:
-        exists = await conn.run_sync(lambda c: sa.inspect(c).has_table("seat_turns"))
-        if not exists:
-            return None
-        t = sa.table("seat_turns", sa.column("game_id"), sa.column("slot"), sa.column("seq"),
-                     sa.column("day"), sa.column("phase"), sa.column("data", sa.JSON))
-        rows = await conn.execute(sa.select(t.c.slot, t.c.seq, t.c.day, t.c.phase, t.c.data)
-                                  .where(t.c.game_id == game_id)
-                                  .order_by(t.c.slot, t.c.seq))
-        return [{"slot": r.slot, "seq": r.seq, "day": r.day, "phase": r.phase,
-                 "data": r.data if isinstance(r.data, dict) else {}} for r in rows]
-
-
 async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
                       arena_id: str | None = None) -> tuple[list[dict[str, Any]],
                                                            list[dict[str, Any]]]:
@@ -136,14 +118,13 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
         def role_of(slot: int, allowed: bool = allowed, roles: list[str] = roles) -> str | None:
             return ROLES[roles[slot - 1]].name if allowed and 1 <= slot <= len(roles) else None
 
-        traces = await _seat_turns(store, gid)
+        traces = await store.turns(gid)  # model seats' turns, when the game had any
         if traces:
-            for t in traces:
-                d = t["data"]
+            for d in traces:
                 turns.append({
-                    "game_id": gid, "slot": t["slot"], "seq": t["seq"], "day": t["day"],
-                    "phase": t["phase"], "entry": entry_of.get(t["slot"]),
-                    "role": role_of(t["slot"]), "source": "seat_turns",
+                    "game_id": gid, "slot": d["slot"], "seq": d["seq"], "day": d["day"],
+                    "phase": d["phase"], "entry": entry_of.get(d["slot"]),
+                    "role": role_of(d["slot"]), "source": "seat_turns",
                     "prompt": d.get("prompt"), "output": d.get("output"),
                     "steps": _json(d.get("steps")), "action": _json(d.get("action")),
                     "tokens": _json(d.get("tokens"))})

@@ -19,9 +19,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from tossim.agents import bot_hints
+from tossim.agents import bot_hints, talk
 from tossim.agents import claims as cv
-from tossim.agents import talk
 from tossim.engine.commands import (
     Chat,
     Command,
