@@ -91,9 +91,14 @@ def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
         return lambda p: True
     me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
     team = me.spec.night_chat if me is not None else ""
-    # yourself and, in a team with a night chat (Mafia, Vampires), your teammates
-    mates = frozenset(q.slot for q in game.players if q.spec.night_chat == team) if team \
-        else frozenset({me.slot} if me is not None else ())
+    if not team:
+        mine = me.slot if me is not None else None
+
+        def known_alone(p: Player) -> bool:
+            return not p.alive or p.slot == mine or (p.revealed and p.role == "mayor")
+        return known_alone
+    # in a team with a night chat (Mafia, Vampires): yourself and your teammates
+    mates = frozenset(q.slot for q in game.players if q.spec.night_chat == team)
 
     def known(p: Player) -> bool:
         return not p.alive or p.slot in mates or (p.revealed and p.role == "mayor")
