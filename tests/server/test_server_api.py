@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tossim.agents.match import play_match
+from tossim.analysis.quality import game_quality
 from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, GameConfig, Viewer, view
 from tossim.engine.view import project_event, visible_events
 from tossim.replay import LOG_FORMAT, event_lines, rerun
@@ -284,6 +285,9 @@ async def test_fast_game_replays_to_the_identical_event_log(server: Server) -> N
     assert sorted(metrics) == list(range(1, 16))
     assert sum(m["commands"] for m in metrics.values()) == sum(
         1 for _s, o, _d in stored_commands if o.startswith("ai:"))
+    # each seat's play quality, computed from the whole event log, is stored too
+    quality = game_quality(game)
+    assert all(m["quality"] == quality[slot] for slot, m in metrics.items())
 
 
 @pytest.mark.parametrize("seed", [3, 18])
