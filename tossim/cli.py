@@ -75,19 +75,26 @@ def play(
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
     config = GameConfig(mode=mode, players=players, seed=seed)
+    model_slots: list[int] = []
     if ai == "scripted":
         from tossim.agents.match import play_match
 
         result = play_match(config)
+        if metrics is not None:
+            metrics.write_text(json.dumps({"result": result.result, "days": result.days},
+                                          indent=1, sort_keys=True) + "\n")
     else:
         match = _model_match(config, ai, model, url, protocol, model_seats)
         result = match.result
+        model_slots = sorted(match.seats)
         if metrics is not None:
             metrics.write_text(json.dumps({
                 "result": result.result, "days": result.days,
                 "seconds": round(match.seconds, 1), "summaries": result.summaries,
                 **match.metrics()}, indent=1, sort_keys=True) + "\n")
     game = result.game
+    if metrics is not None:
+        _add_quality(metrics, game, model_slots)
     if not quiet:
         try:
             viewer = parse_viewer(game, view)
@@ -101,6 +108,19 @@ def play(
         replay_mod.save(game, save)
     if as_json:
         typer.echo(json.dumps(summary(game, result.faults), sort_keys=True))
+
+
+def _add_quality(path: Path, game: Game, model_slots: list[int]) -> None:
+    """Add the play-quality metrics to a `--metrics` file and print them."""
+    from tossim.analysis.quality import format_quality, game_quality, quality_report
+
+    others = [p.slot for p in game.players if p.slot not in model_slots]
+    groups = {k: v for k, v in (("model seats", model_slots), ("scripted seats", others)) if v}
+    data = json.loads(path.read_text())
+    data["quality"] = quality_report(game, groups)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    for line in format_quality(game_quality(game), groups):
+        typer.echo(line, err=True)
 
 
 def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None,
@@ -362,6 +382,11 @@ def bench_agents(
                f"{days} day(s)")
     match, stats, backend = once(backend_batch := 16)
     rate = report(f"batched (up to {backend_batch})", match, stats)
+    from tossim.analysis.quality import format_quality, game_quality
+
+    for line in format_quality(game_quality(match.result.game),
+                               {"model seats": sorted(match.seats)}):
+        typer.echo(line)
     if baseline:
         base_match, base_stats, _ = once(1)
         base_rate = report("baseline (one request at a time)", base_match, base_stats)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+from typer.testing import CliRunner
 
 from tossim import replay
+from tossim.agents.match import play_match
 from tossim.analysis.quality import aggregate, claimed_roles, game_quality, record_quality
+from tossim.cli import app
 from tossim.engine import (
     Chat,
     Game,
@@ -112,8 +117,7 @@ def test_town_lynched_by_town_votes_is_counted_for_the_guilty_town_voters() -> N
     assert q[3]["vote_accuracy"] == 1.0  # the Mafioso helped lynch an enemy
 
 
-def test_a_stored_log_gives_the_same_metrics_and_aggregates_skip_undefined_rates(
-        tmp_path: object) -> None:
+def test_a_stored_log_gives_the_same_metrics_and_aggregates_skip_undefined_rates() -> None:
     game = played()
     record = json.loads(json.dumps(replay.to_record(game)))
     assert record_quality(record) == game_quality(game)
@@ -127,3 +131,17 @@ def test_claims_are_read_in_free_wording() -> None:
     assert claimed_roles("Honestly I'm a doctor, and I am the Serial Killer") == [
         "doctor", "serial_killer"]
     assert claimed_roles("the Sheriff is dead") == []
+
+
+def test_play_metrics_writes_and_prints_each_seats_quality(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(app, ["play", "--players", "7", "--seed", "2", "--quiet",
+                                      "--metrics", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "play quality, scripted seats (7 seats): vote accuracy" in result.output
+    data = json.loads(out.read_text())
+    seats = data["quality"]["seats"]
+    assert sorted(seats, key=int) == [str(s) for s in range(1, 8)]
+    game = play_match(GameConfig(players=7, seed=2)).game
+    assert seats == {str(s): m for s, m in game_quality(game).items()}
+    assert data["quality"]["groups"]["scripted seats"]["seats"] == 7

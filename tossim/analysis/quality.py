@@ -307,3 +307,11 @@ def format_quality(per_seat: Mapping[int, Mapping[str, Any]],
             f"{pct(a['reasoned_rate'])} of {a['speeches']}, repeated lines "
             f"{pct(a['repetition_rate'])}")
     return lines
+
+
+def quality_report(game: Game, groups: Mapping[str, Sequence[int]]) -> dict[str, Any]:
+    """The JSON form written by `tossim play --metrics`: every seat's metrics
+    and one aggregate per group of seats."""
+    per_seat = game_quality(game)
+    return {"seats": {str(s): m for s, m in sorted(per_seat.items())},
+            "groups": {label: aggregate(per_seat, slots) for label, slots in groups.items()}}
