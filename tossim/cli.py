@@ -23,6 +23,8 @@ scenario_app = typer.Typer(no_args_is_help=True, help="Run scenario files.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print their figures.")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(bench_app, name="bench")
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluations of AI seats that print tables.")
+app.add_typer(eval_app, name="eval")
 
 
 def summary(game: Game, faults: dict[int, int] | None = None) -> dict[str, Any]:
@@ -440,6 +442,31 @@ def bench_server(
         typer.echo(line)
     if not all(r.ok for r in results):
         raise typer.Exit(1)
+
+
+@eval_app.command("drift")
+def eval_drift(
+    ai: str = typer.Option("scripted", help="scripted bots, or model seats on a backend: "
+                                            "local, vllm, openai."),
+    model: str | None = typer.Option(None, help="Model folder (default: the bundled model)."),
+    url: str | None = typer.Option(None, help="openai: the server's base URL."),
+    protocol: str = typer.Option("xml", help="Model seats' action format: xml or json."),
+    situations: int = typer.Option(8, min=1, help="Decision situations (kinds in turn)."),
+    seed: int = typer.Option(1, help="Seed of the situations' games and the seats."),
+    out: Path | None = typer.Option(None, help="Write every run to OUT.json and OUT.csv."),
+) -> None:
+    """Decisions under faulty context (premise, expression, parameter,
+    intention): success clean and faulted, drop, and clarification share."""
+    from tossim.analysis.drift import evaluate
+    from tossim.inference.base import BackendUnavailable
+
+    try:
+        lines = evaluate(ai, model=model, url=url, protocol=protocol, situations=situations,
+                         seed=seed, out=out)
+    except BackendUnavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ai") from None
+    for line in lines:
+        typer.echo(line)
 
 
 @app.command()
