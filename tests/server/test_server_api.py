@@ -66,8 +66,9 @@ async def test_create_lobby_and_validation(server: Server) -> None:
     seats = lobby["seats"]
     assert [s["slot"] for s in seats] == list(range(1, 10))
     assert seats[1] == {"slot": 2, "name": "Player 2", "kind": "human", "claimed": False,
-                        "backend": None, "persona": None}
+                        "backend": None, "persona": None, "label": "human"}
     assert seats[3]["kind"] == "ai" and seats[3]["backend"] == "scripted"
+    assert seats[3]["label"] == "scripted bot"
     assert seats[3]["persona"] == "rational"
     assert all(s["kind"] == "ai" for i, s in enumerate(seats) if i != 1)
 

@@ -81,9 +81,18 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def seat_label(kind: str, backend: str | None) -> str:
+    """What plays a seat, in words for spectators: "human", "scripted bot" or
+    "model (local)" (the demo mixes model seats with scripted ones)."""
+    if kind != "ai":
+        return "human"
+    return "scripted bot" if backend in (None, "scripted") else f"model ({backend})"
+
+
 def seat_out(s: SeatRow) -> dict[str, Any]:
     return {"slot": s.slot, "name": s.name, "kind": s.kind, "claimed": s.claimed,
-            "backend": s.backend if s.kind == "ai" else None, "persona": s.persona}
+            "backend": s.backend if s.kind == "ai" else None, "persona": s.persona,
+            "label": seat_label(s.kind, s.backend)}
 
 
 def lobby_out(row: GameRow) -> dict[str, Any]:
