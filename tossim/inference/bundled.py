@@ -35,6 +35,15 @@ class BundledModel:
     licence: str
     instruct: bool
     note: str
+    # a chat template for a GGUF that carries none (Gemma's turn markers)
+    chat_template: str = ""
+
+
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>"
+    "{{ 'model' if m['role'] == 'assistant' else 'user' }}\n{{ m['content'] | trim }}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n"
+    "{% endif %}")
 
 
 BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
@@ -50,7 +59,8 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
                f"data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}") for i in range(1, 5)),
         "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "Gemma Terms of Use", False,
-        "google/gemma-3-270m (the pretrained base model, not -it), Q4_K_M"),
+        "google/gemma-3-270m (the pretrained base model, not -it), Q4_K_M",
+        GEMMA_TEMPLATE),
 )}
 
 
@@ -116,6 +126,8 @@ def model_dir(name: str) -> Path:
     log.info("converting %s to %s (once)", gguf.name, out)
     started = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if m.chat_template and not getattr(tok, "chat_template", None):
+        tok.chat_template = m.chat_template
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                  dtype=torch.float32)
     model.hf_quantizer = None  # type: ignore[assignment]  # dequantised on load
