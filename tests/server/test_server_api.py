@@ -183,6 +183,9 @@ async def test_list_games_and_summary_with_graveyard(server: Server) -> None:
 
     lsum = (await c.get(f"/api/games/{live_id}")).json()
     assert lsum["status"] == "live" and lsum["result"] is None and lsum["winners"] == []
+    # every seat says what plays it (the demo mixes model seats and scripted bots)
+    assert {s["label"] for s in summary["seats"]} == {"scripted bot"}
+    assert [s["label"] for s in lsum["seats"] if s["slot"] == 7] == ["human"]
     assert (await c.get("/api/games/nope")).status_code == 404
 
 
