@@ -62,18 +62,20 @@ def measure(model: str) -> dict[str, float]:
 def main(models: list[str]) -> None:
     rows = [(m, measure(m)) for m in models]
     base = rows[0][1]
-    print(f"{'model':<16} {'params':>7} {'vocab':>7} {'load':>7} {'grammar':>8} "
+    print(f"{'model':<22} {'params':>7} {'vocab':>7} {'load':>7} {'grammar':>8} "
           f"{'prompt':>7} {'prefill':>8} {'ms/token':>9}  (CPU seconds, 1 thread)")
     for name, r in rows:
-        label = Path(name).name if "/" in name else name
-        print(f"{label:<16} {r['params_m']:>6.0f}M {r['vocab']:>7.0f} {r['load_s']:>6.1f}s "
+        print(f"{Path(name).name[:22]:<22} {r['params_m']:>6.0f}M {r['vocab']:>7.0f} "
+              f"{r['load_s']:>6.1f}s "
               f"{r['grammar_s']:>7.2f}s {r['prompt_tokens']:>7.0f} {r['prefill_s']:>7.2f}s "
               f"{1000 * r['decode_s_per_token']:>8.1f}")
     for name, r in rows[1:]:
-        print(f"  {Path(name).name} / {Path(models[0]).name}: grammar x{r['grammar_s'] / base['grammar_s']:.1f}, "
-              f"prefill per token x{r['prefill_s'] / r['prompt_tokens'] / (base['prefill_s'] / base['prompt_tokens']):.1f}, "  # noqa: E501
+        per_token = (r["prefill_s"] / r["prompt_tokens"]) / (
+            base["prefill_s"] / base["prompt_tokens"])
+        print(f"  {Path(name).name} / {Path(models[0]).name}: "
+              f"grammar x{r['grammar_s'] / base['grammar_s']:.1f}, "
+              f"prefill per token x{per_token:.1f}, "
               f"decode x{r['decode_s_per_token'] / base['decode_s_per_token']:.1f}")
-
 
 if __name__ == "__main__":
     main(sys.argv[1:] or ["smollm2-135m", "gemma3-270m"])
