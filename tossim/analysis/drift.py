@@ -39,6 +39,7 @@ import asyncio
 import csv
 import json
 import random
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -411,17 +412,22 @@ def _describe(cmds: Sequence[Command], names: dict[int, str]) -> str:
 
 
 async def run_drift(situations: Sequence[Situation], player: DriftPlayer, *,
-                    concurrency: int = 16) -> list[Outcome]:
+                    concurrency: int = 16,
+                    on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Every situation clean and under each fault, in a fixed order; up to
-    `concurrency` runs at once (a model backend batches them)."""
+    `concurrency` runs at once (a model backend batches them). `on_done` is
+    told about each run as it finishes (progress for slow models)."""
     jobs = [(sit, fault) for sit in situations for fault in ("clean", *FAULTS)]
     gate = asyncio.Semaphore(concurrency)
 
     async def one(sit: Situation, fault: str) -> Outcome:
         async with gate:
             cmds, tools = await player(sit, inject(sit, fault), f"{sit.id}:{fault}")
-        return Outcome(sit.id, sit.kind, fault, sit.expected.met_by(cmds), tools > 0,
-                       _describe(cmds, sit.names))
+        out = Outcome(sit.id, sit.kind, fault, sit.expected.met_by(cmds), tools > 0,
+                      _describe(cmds, sit.names))
+        if on_done is not None:
+            on_done(out)
+        return out
 
     return list(await asyncio.gather(*(one(s, f) for s, f in jobs)))
 
@@ -490,10 +496,18 @@ def evaluate(ai: str, *, model: str | None = None, url: str | None = None,
         backend = make_backend(ai, model=model, url=url)
         label = f"{ai} {model or '(bundled model)'} ({protocol})"
 
+        total = len(sits) * (1 + len(FAULTS))
+        done: list[Outcome] = []
+
+        def progress(o: Outcome) -> None:
+            done.append(o)
+            print(f"[{len(done)}/{total}] {o.situation} {o.fault}: {o.action} "
+                  f"({'right' if o.success else 'wrong'})", file=sys.stderr, flush=True)
+
         async def go() -> list[Outcome]:
             await backend.start()
             try:
-                return await run_drift(sits, model_player(backend, protocol))
+                return await run_drift(sits, model_player(backend, protocol), on_done=progress)
             finally:
                 await backend.close()
 
