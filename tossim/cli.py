@@ -29,6 +29,8 @@ app.add_typer(scenario_app, name="scenario")
 app.add_typer(bench_app, name="bench")
 app.add_typer(arena_app, name="arena")
 app.command("export")(export_command)
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluations of AI seats that print tables.")
+app.add_typer(eval_app, name="eval")
 
 
 def summary(game: Game, faults: dict[int, int] | None = None) -> dict[str, Any]:
@@ -98,23 +100,31 @@ def play(
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
     config = _config(mode, players, seed, roles)
+    model_slots: list[int] = []
     if model_entry is not None:
         from tossim.play_entry import play_entry
 
         result = play_entry(config, model_entry, models, model_seats, metrics, url, model)
+        model_slots = list(range(1, (model_seats or config.players) + 1))
     elif ai == "scripted":
         from tossim.agents.match import play_match
 
         result = play_match(config)
+        if metrics is not None:
+            metrics.write_text(json.dumps({"result": result.result, "days": result.days},
+                                          indent=1, sort_keys=True) + "\n")
     else:
         match = _model_match(config, ai, model, url, protocol, model_seats)
         result = match.result
+        model_slots = sorted(match.seats)
         if metrics is not None:
             metrics.write_text(json.dumps({
                 "result": result.result, "days": result.days,
                 "seconds": round(match.seconds, 1), "summaries": result.summaries,
                 **match.metrics()}, indent=1, sort_keys=True) + "\n")
     game = result.game
+    if metrics is not None:
+        _add_quality(metrics, game, model_slots)
     if not quiet:
         try:
             viewer = parse_viewer(game, view)
@@ -128,6 +138,19 @@ def play(
         replay_mod.save(game, save)
     if as_json:
         typer.echo(json.dumps(summary(game, result.faults), sort_keys=True))
+
+
+def _add_quality(path: Path, game: Game, model_slots: list[int]) -> None:
+    """Add the play-quality metrics to a `--metrics` file and print them."""
+    from tossim.analysis.quality import format_quality, game_quality, quality_report
+
+    others = [p.slot for p in game.players if p.slot not in model_slots]
+    groups = {k: v for k, v in (("model seats", model_slots), ("scripted seats", others)) if v}
+    data = json.loads(path.read_text())
+    data["quality"] = quality_report(game, groups)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    for line in format_quality(game_quality(game), groups):
+        typer.echo(line, err=True)
 
 
 def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None,
@@ -445,6 +468,31 @@ def bench_server(
         typer.echo(line)
     if not all(r.ok for r in results):
         raise typer.Exit(1)
+
+
+@eval_app.command("drift")
+def eval_drift(
+    ai: str = typer.Option("scripted", help="scripted bots, or model seats on a backend: "
+                                            "local, vllm, openai."),
+    model: str | None = typer.Option(None, help="Model folder (default: the bundled model)."),
+    url: str | None = typer.Option(None, help="openai: the server's base URL."),
+    protocol: str = typer.Option("xml", help="Model seats' action format: xml or json."),
+    situations: int = typer.Option(8, min=1, help="Decision situations (kinds in turn)."),
+    seed: int = typer.Option(1, help="Seed of the situations' games and the seats."),
+    out: Path | None = typer.Option(None, help="Write every run to OUT.json and OUT.csv."),
+) -> None:
+    """Decisions under faulty context (premise, expression, parameter,
+    intention): success clean and faulted, drop, and clarification share."""
+    from tossim.analysis.drift import evaluate
+    from tossim.inference.base import BackendUnavailable
+
+    try:
+        lines = evaluate(ai, model=model, url=url, protocol=protocol, situations=situations,
+                         seed=seed, out=out)
+    except BackendUnavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ai") from None
+    for line in lines:
+        typer.echo(line)
 
 
 @app.command()

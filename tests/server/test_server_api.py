@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tossim.agents.match import play_match
+from tossim.analysis.quality import game_quality
 from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, GameConfig, Viewer, view
 from tossim.engine.view import project_event, visible_events
 from tossim.replay import LOG_FORMAT, event_lines, rerun
@@ -85,8 +86,9 @@ async def test_create_lobby_and_validation(server: Server) -> None:
     seats = lobby["seats"]
     assert [s["slot"] for s in seats] == list(range(1, 10))
     assert seats[1] == {"slot": 2, "name": "Player 2", "kind": "human", "claimed": False,
-                        "backend": None, "model": None, "persona": None}
+                        "backend": None, "model": None, "persona": None, "label": "human"}
     assert seats[3]["kind"] == "ai" and seats[3]["backend"] == "scripted"
+    assert seats[3]["label"] == "scripted bot"
     assert seats[3]["persona"] == "rational"
     assert all(s["kind"] == "ai" for i, s in enumerate(seats) if i != 1)
 
@@ -206,6 +208,9 @@ async def test_list_games_and_summary_with_graveyard(server: Server) -> None:
 
     lsum = (await c.get(f"/api/games/{live_id}")).json()
     assert lsum["status"] == "live" and lsum["result"] is None and lsum["winners"] == []
+    # every seat says what plays it (the demo mixes model seats and scripted bots)
+    assert {s["label"] for s in summary["seats"]} == {"scripted bot"}
+    assert [s["label"] for s in lsum["seats"] if s["slot"] == 7] == ["human"]
     assert (await c.get("/api/games/nope")).status_code == 404
 
 
@@ -310,6 +315,9 @@ async def test_fast_game_replays_to_the_identical_event_log(server: Server) -> N
     assert sorted(metrics) == list(range(1, 16))
     assert sum(m["commands"] for m in metrics.values()) == sum(
         1 for _s, o, _d in stored_commands if o.startswith("ai:"))
+    # each seat's play quality, computed from the whole event log, is stored too
+    quality = game_quality(game)
+    assert all(m["quality"] == quality[slot] for slot, m in metrics.items())
 
 
 @pytest.mark.parametrize("seed", [3, 18])

@@ -75,3 +75,9 @@ def test_demo_uses_the_bundled_model_when_it_can_run(monkeypatch: pytest.MonkeyP
                         lambda name, url=None: "torch is not installed")
     assert {s.backend for s in app_module.demo_lobby(Settings()).seats} == {"scripted"}
     assert len(app_module.demo_lobby(Settings(demo_backend="scripted")).seats) == 15
+    # by default a few model seats play among scripted bots (the bundled model
+    # cannot carry a game alone); the lobby fills the rest with scripted seats
+    monkeypatch.setattr(service, "unavailable_reason", lambda name, url=None: None)
+    assert [s.backend for s in app_module.demo_lobby(Settings()).seats] == ["local"] * 4
+    assert service.seat_label("ai", "local") == "model (local)"
+    assert service.seat_label("ai", "scripted") == "scripted bot"

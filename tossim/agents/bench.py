@@ -16,6 +16,7 @@ from typing import Any
 
 from tossim.agents.loop import LoopConfig
 from tossim.agents.model_match import ModelMatch, play_model_match
+from tossim.analysis.quality import format_quality, game_quality
 from tossim.engine.state import GameConfig
 from tossim.inference.base import Backend, BackendStats
 from tossim.inference.registry import make_backend
@@ -96,6 +97,10 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
         runs.append(BenchRun(label, match, stats))
         for line in report_lines(runs[-1]):
             echo(line)
+        if batch > 1:  # the play quality of the batched run's game (tossim.analysis.quality)
+            for line in format_quality(game_quality(match.result.game),
+                                       {"model seats": sorted(match.seats)}):
+                echo(line)
     if len(runs) == 2:
         b, s = runs
         echo(f"  ratio batched/sequential: {b.actions_per_s / max(s.actions_per_s, 1e-9):.2f} "

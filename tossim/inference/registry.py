@@ -18,6 +18,9 @@ def make_backend(name: str, *, model: str | None = None, url: str | None = None,
     """A new backend. `model`: a model folder (local, vllm; for openai the
     tokenizer folder), default the bundled SmolLM2; `url`: the OpenAI-compatible
     server (openai, default $TOSSIM_OPENAI_URL)."""
+    if name in ("local", "vllm"):  # a bundled model's name (bundled.py) -> its folder
+        from tossim.inference.bundled import resolve
+        model = resolve(model)
     if name == "local":
         from tossim.inference.local_backend import LocalBackend
         return LocalBackend(model, **options)

@@ -34,8 +34,9 @@ DEMO_PAUSE = 15.0  # seconds between the end of a demo game and the next
 
 
 def demo_lobby(settings: Settings) -> service.LobbyIn:
-    """The demo match: paced, 15 seats, the first `demo_model_seats` played by
-    the demo backend (the bundled model) when it can run here, else all scripted."""
+    """The demo match: paced, 15 seats, the first `demo_model_seats` (4) played
+    by the demo backend (the bundled model) when it can run here, the others by
+    scripted bots (all of them when the backend cannot run)."""
     backend = settings.demo_backend
     if backend != "scripted":
         why = service.backend_unavailable(backend, settings)

@@ -584,11 +584,15 @@ class GameActor:
             await self.bus.publish(item["reply_to"], reply)
 
     async def _save_metrics(self) -> None:
+        from tossim.analysis.quality import game_quality
+
+        quality = game_quality(self.game)  # play quality from the full event log
         for slot, m in self.metrics.items():
             data = m.to_dict()
             seat = self.ai.get(slot)
             if isinstance(seat, MODEL_SEATS):
                 data["agent"] = seat.metrics_dict()
+            data["quality"] = quality.get(slot, {})
             await self.store.save_metrics(self.game_id, slot, data)
 
     # ---- day summaries --------------------------------------------------------------------

@@ -134,10 +134,22 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def seat_label(kind: str, backend: str | None, model: str | None = None) -> str:
+    """What plays a seat, in words for spectators: "human", "scripted bot" or
+    "model (local)" / "model (gpt-4o-mini)" (the catalogue entry when a seat
+    names one; the demo mixes model seats with scripted ones)."""
+    if kind != "ai":
+        return "human"
+    if backend in (None, "scripted"):
+        return "scripted bot"
+    return f"model ({model or backend})"
+
+
 def seat_out(s: SeatRow) -> dict[str, Any]:
     return {"slot": s.slot, "name": s.name, "kind": s.kind, "claimed": s.claimed,
             "backend": s.backend if s.kind == "ai" else None,
-            "model": s.model if s.kind == "ai" else None, "persona": s.persona}
+            "model": s.model if s.kind == "ai" else None, "persona": s.persona,
+            "label": seat_label(s.kind, s.backend, s.model)}
 
 
 def lobby_out(row: GameRow) -> dict[str, Any]:

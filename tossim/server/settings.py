@@ -37,8 +37,11 @@ class Settings(BaseSettings):
     worker_token: str | None = None
     # Who plays the demo match: a model backend (local: the bundled model) or
     # scripted; `demo_model_seats` seats are the model's, the rest scripted.
+    # The bundled SmolLM2-135M cannot carry a game on its own (docs/agents.md,
+    # "Bundled models"), so by default 4 model seats play among scripted bots
+    # that keep the game moving; every seat is labelled in the game summary.
     demo_backend: str = "local"
-    demo_model_seats: int = 15
+    demo_model_seats: int = 4
     # Omniscient spectating of a live game with human seats, this many seconds late
     # (None: refused until the game ends).
     spectator_delay: float | None = None
