@@ -371,3 +371,22 @@ def test_a_keyed_completions_entry_sends_its_key(tiny_model_dir: Path,
     backend = seat.loop.backend  # type: ignore[union-attr]
     assert backend._client.headers["authorization"] == "Bearer sk-completions-1"
     assert make_seat_for_entry(e, 2, 1).loop.backend is backend  # type: ignore[union-attr]
+
+
+async def test_a_chat_seat_reports_each_step_as_it_happens() -> None:
+    """`on_step` (what the server streams to omniscient spectators) sees the
+    turn's steps as they happen, the same steps its turn_log then keeps."""
+    from tossim.agents.chat_seat import ChatSeat
+    from tossim.engine import new_game
+    from tossim.engine.view import Viewer, view
+    from tossim.inference.chat_backend import ChatBackend
+
+    async with fake_provider() as (_, url):
+        seat = ChatSeat(1, ChatBackend(_entry(url, "good")), seed=3)
+        seen: list[tuple[int, dict[str, Any]]] = []
+        seat.on_step = lambda slot, step: seen.append((slot, step))
+        game = new_game(GameConfig(players=7, seed=4))
+        await seat.decide(view(game, Viewer.player(1)))
+    assert seen and all(slot == 1 for slot, _ in seen)
+    assert [step for _, step in seen] == seat.turn_log[0]["steps"]
+    assert seen[-1][1]["kind"] == "action"

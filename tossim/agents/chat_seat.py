@@ -36,7 +36,7 @@ from typing import Any
 from tossim.agents.actions import TEXT_LIMITS, fault_observation, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
-from tossim.agents.llm_seat import AgentMetrics
+from tossim.agents.llm_seat import AgentMetrics, StepHook
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
@@ -157,6 +157,8 @@ class ChatSeat:
         self.metrics = ChatMetrics()
         self.last: TurnResult | None = None
         self.turn_log: list[dict[str, Any]] = []
+        # called with (slot, step) as each step of a turn happens, like LLMSeat's
+        self.on_step: StepHook | None = None
 
     @property
     def entry_name(self) -> str:
@@ -195,6 +197,12 @@ class ChatSeat:
         steps: list[dict[str, Any]] = log["steps"]
         errors = self.metrics.errors
         corrections = 0
+
+        def emit(step: dict[str, Any]) -> None:
+            steps.append(step)
+            if self.on_step is not None:
+                self.on_step(self.slot, step)
+
         seed = self.seed * 7919 + self.metrics.turns
 
         def finish(cmd: Command | None, action: str, abstain: bool = False) -> TurnResult:
@@ -206,7 +214,7 @@ class ChatSeat:
             log["output"] = "\n".join(outputs)
             log["action"] = action
             if not steps or steps[-1]["kind"] != "action":
-                steps.append({"kind": "action", "name": action, "args": {},
+                emit({"kind": "action", "name": action, "args": {},
                               "forced": stats.forced})
             self.turn_log.append(log)
             return TurnResult(cmd, action, log["output"], stats)
@@ -214,7 +222,7 @@ class ChatSeat:
         try:
             mode = await self.backend.ensure_mode(deadline, errors)
         except ChatError as exc:
-            steps.append({"kind": "fault", "fault": "error", "text": exc.kind})
+            emit({"kind": "fault", "fault": "error", "text": exc.kind})
             return finish(None, "wait", abstain=True)
         if mode == "tools":
             messages[0] = {"role": "system", "content": messages[0]["content"] + TOOLS_NOTE}
@@ -238,7 +246,7 @@ class ChatSeat:
                                    "content": messages[0]["content"] + TOOLS_NOTE}
                 continue
             except ChatError as exc:
-                steps.append({"kind": "fault", "fault": "error", "text": exc.kind})
+                emit({"kind": "fault", "fault": "error", "text": exc.kind})
                 return finish(None, "wait", abstain=True)
             step += 1
             self._account(reply, stats, log, first=step == 1)
@@ -256,15 +264,15 @@ class ChatSeat:
                 text = (f"[expression fault] {escape_text(str(exc))} Answer with exactly one "
                         + ("function call." if mode == "tools" else
                            'JSON object {"thought", "action", "args"}.'))
-                steps.append({"kind": "fault", "fault": "expression", "text": text})
+                emit({"kind": "fault", "fault": "expression", "text": text})
                 self._observe(messages, reply, text)
                 continue
             if parsed.thought:
-                steps.append({"kind": "thinking", "text": parsed.thought})
+                emit({"kind": "thinking", "text": parsed.thought})
             if parsed.kind == "tool":
                 stats.tool_calls += 1
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
-                steps.append({"kind": "tool", "name": parsed.name, "arg": parsed.tool_arg,
+                emit({"kind": "tool", "name": parsed.name, "args": parsed.tool_arg,
                               "observation": obs})
                 self._observe(messages, reply, obs)
                 continue
@@ -275,10 +283,10 @@ class ChatSeat:
                 stats.fault(exc.fault)
                 corrections += 1
                 text = fault_observation(exc, memory.names)
-                steps.append({"kind": "fault", "fault": exc.fault, "text": text})
+                emit({"kind": "fault", "fault": exc.fault, "text": text})
                 self._observe(messages, reply, text)
                 continue
-            steps.append({"kind": "action", "name": parsed.name, "args": parsed.args,
+            emit({"kind": "action", "name": parsed.name, "args": parsed.args,
                           "forced": False})
             return finish(cmd, parsed.name)
 
