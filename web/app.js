@@ -282,6 +282,15 @@ function homePage() {
   const speed = h("select", { id: "create-speed", testid: "create-speed" });
   const seed = h("input", { id: "create-seed", testid: "create-seed", type: "number", min: "0", placeholder: "random", inputmode: "numeric" });
   const roleList = h("p", { class: "small muted role-list", testid: "create-roles" });
+  // a custom mode's role list: one slot per player (a role, a category such as
+  // "Town Investigative", "Random Mafia" or "Any"); the server checks it (422 names the slot)
+  const customRoles = h("textarea", {
+    id: "create-custom-roles", testid: "create-custom-roles", rows: "3", spellcheck: "false",
+  });
+  customRoles.value = "Jailor, Town Investigative, Town Protective, Random Town, Godfather, Random Mafia, Neutral Killing";
+  const customField = field("Role list (one slot per player, comma-separated)", "create-custom-roles", customRoles);
+  customField.hidden = true;
+  const customSlots = () => customRoles.value.split(/[,\n]/).map((x) => x.trim()).filter(Boolean);
   const seatsEl = h("ol", { class: "seat-picker", testid: "create-seats" });
   const allAs = h("select", { id: "create-all", testid: "create-all", "aria-label": "Set every AI seat to" });
   const createBtn = h("button", { type: "submit", class: "primary", testid: "create-submit" }, "Create lobby");
@@ -310,8 +319,14 @@ function homePage() {
     if (!cat) return;
     const mode = modeOf();
     if (mode) {
-      players.min = String(mode.min_players);
+      players.min = String(mode.custom ? 7 : mode.min_players);
       players.max = String(mode.max_players);
+    }
+    customField.hidden = !(mode && mode.custom);
+    players.readOnly = Boolean(mode && mode.custom);
+    if (mode && mode.custom && String(customSlots().length) !== players.value) {
+      players.value = String(customSlots().length);
+      renderSeats();
     }
     const n = Math.max(7, Math.min(15, Number(players.value) || 7));
     const humans = Array.from({ length: n }, (_, i) => choices.get(i + 1) || "b:scripted").filter((c) => c === "human").length;
@@ -322,7 +337,9 @@ function homePage() {
     if (speed.selectedOptions[0] && speed.selectedOptions[0].disabled) speed.value = "standard";
     const chosen = cat.speeds.find((x) => x.key === speed.value);
     setText(speedHint, chosen ? chosen.label.split(": ").slice(1).join(": ") : "");
-    if (mode && mode.role_names && mode.role_names.length) {
+    if (mode && mode.custom) {
+      setText(roleList, `Roles dealt (${customSlots().length}): ${customSlots().join(", ")}`);
+    } else if (mode && mode.role_names && mode.role_names.length) {
       setText(roleList, `Roles dealt (${n}): ${mode.role_names.slice(0, n).join(", ")}`);
     }
     setText(hint, humans
@@ -334,6 +351,7 @@ function homePage() {
     syncForm();
   });
   modeSel.addEventListener("change", syncForm);
+  customRoles.addEventListener("input", syncForm);
   speed.addEventListener("change", syncForm);
   allAs.addEventListener("change", () => {
     if (!allAs.value) return;
@@ -361,12 +379,16 @@ function homePage() {
       showError("");
       const n = Number(players.value);
       const mode = modeOf();
-      const lo = mode ? mode.min_players : 7;
+      const lo = mode ? Math.max(7, mode.min_players) : 7;
       const hi = mode ? mode.max_players : 15;
-      if (!(n >= lo && n <= hi)) return showError(`Players: ${lo} to ${hi}.`);
+      if (!(n >= lo && n <= hi)) {
+        return showError(mode && mode.custom ? `A role list of ${lo} to ${hi} slots (one per player).`
+          : `Players: ${lo} to ${hi}.`);
+      }
       const seats = Array.from({ length: n }, (_, i) => seatSpec(i + 1, choices.get(i + 1) || "b:scripted"));
       const humans = seats.filter((s) => s.kind === "human").length;
       const body = { mode: modeSel.value || "classic", players: n, speed: speed.value || "standard", seats };
+      if (mode && mode.custom) body.roles = customSlots();
       if (humans) body.name = currentName();
       if (seed.value !== "") body.seed = Number(seed.value);
       createBtn.disabled = true;
@@ -390,7 +412,7 @@ function homePage() {
     field("Players", "create-players", players),
     field("Phase speed", "create-speed", speed),
     field("Seed", "create-seed", seed)),
-  speedHint, roleList,
+  customField, speedHint, roleList,
   h("fieldset", { class: "seats-fieldset" },
     h("legend", null, "Who plays each seat"), allAs, seatsEl),
   hint, createBtn);
@@ -565,7 +587,8 @@ function lobbyPage(lobbyId) {
     const mine = loadSeat(lobbyId);
     setText(line, summaryLine(lobby));
     const mode = cat && cat.modes.find((m) => m.key === lobby.mode);
-    if (mode && mode.role_names) setText(roles, `Roles dealt: ${mode.role_names.slice(0, lobby.players).join(", ")}`);
+    if (lobby.roles) setText(roles, `Roles dealt: ${lobby.roles.join(", ")}`);
+    else if (mode && mode.role_names) setText(roles, `Roles dealt: ${mode.role_names.slice(0, lobby.players).join(", ")}`);
     const opts = cat ? seatChoices(cat) : [];
     setChildren(seatsEl, seatsOf(lobby).map((s) => {
       const you = mine && mine.slot === s.slot;
@@ -1023,6 +1046,7 @@ function playAgainButton(summary) {
         : s.model ? { slot: s.slot, kind: "ai", model: s.model } : { slot: s.slot, kind: "ai", backend: s.backend || "scripted" }));
       const humans = seats.some((s) => s.kind === "human");
       const body = { mode: summary.mode, players: summary.players, speed: summary.speed || "standard", seats };
+      if (summary.roles) body.roles = summary.roles;
       if (humans) body.name = playerName();
       try {
         const lobby = await createLobby(body);

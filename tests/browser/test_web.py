@@ -1097,3 +1097,35 @@ def test_every_page_fits_a_phone(browser: Any, server: Server, shots: Path) -> N
         p.check_clean()
     finally:
         context.close()
+
+
+@pytest.mark.browser
+def test_custom_role_list_from_the_form(page: Page, server: Server, shots: Path) -> None:
+    """Mode "custom": the form takes a role list (one slot per player); a list
+    that cannot be dealt is refused naming the slot, and nothing is created;
+    a good one makes a lobby whose page shows the list."""
+    pg = page.page
+    pg.goto(page.base + "/#/")
+    pg.fill(tid("player-name"), "Cora")
+    pg.dispatch_event(tid("player-name"), "change")
+    pg.wait_for_selector(tid("create-seat-7"))
+    pg.select_option(tid("create-mode"), "custom")
+    assert pg.is_visible(tid("create-custom-roles"))
+    before = len(_get(server.base, "/api/lobbies"))
+    pg.fill(tid("create-custom-roles"),
+            "Jailor, Sheriff, Jailor, Doctor, Godfather, Random Mafia, Neutral Killing")
+    assert pg.input_value(tid("create-players")) == "7"
+    pg.click(tid("create-submit"))
+    pg.wait_for_selector(f"{tid('home-error')}:not([hidden])")
+    assert "slot 3" in pg.text_content(tid("home-error"))
+    assert len(_get(server.base, "/api/lobbies")) == before
+    slots = ("Jailor, Town Investigative, Town Protective, Random Town, Godfather, Any, "
+             "Survivor, Any")
+    pg.fill(tid("create-custom-roles"), slots)
+    assert pg.input_value(tid("create-players")) == "8"
+    pg.click(tid("create-submit"))
+    pg.wait_for_selector(tid("lobby-seat-row-8"))
+    assert "Town Investigative" in pg.text_content(tid("lobby-roles"))
+    pg.screenshot(path=str(shots / "custom-role-list-lobby.png"), full_page=True)
+    page.errors = [e for e in page.errors if "status of 422" not in e]  # the refused list
+    page.check_clean()

@@ -156,6 +156,8 @@ def lobby_out(row: GameRow) -> dict[str, Any]:
     return {"id": row.id, "mode": row.config["mode"], "players": row.config["players"],
             "speed": row.lobby.get("speed", "standard"), "status": row.status,
             "demo": bool(row.lobby.get("demo")), "created_at": row.created_at.isoformat(),
+            # a custom role list is public (every player sees it at the start)
+            "roles": list(row.config.get("role_list") or []) or None,
             "seats": [seat_out(s) for s in row.seats]}
 
 
