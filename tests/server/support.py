@@ -328,22 +328,27 @@ PLAIN_TOWN = {"sheriff", "investigator", "doctor", "lookout", "escort", "vigilan
               "bodyguard", "spy", "transporter", "veteran"}
 
 
-def seed_with_role(players: int, slot: int, roles: set[str]) -> int:
-    """A seed whose deal gives `slot` one of `roles`."""
-    for seed in range(1000):
-        if new_game(GameConfig(players=players, seed=seed)).player(slot).role in roles:
-            return seed
-    raise AssertionError("no such seed")
+def deals(players: int, slot: int, roles: set[str], seed: int) -> bool:
+    """Whether `seed` deals `slot` one of `roles`."""
+    return new_game(GameConfig(players=players, seed=seed)).player(slot).role in roles
 
 
 async def human_game(server: Server, *, players: int = 7, slot: int = 1,
-                     seed: int | None = None, name: str = "Alice") -> tuple[str, str]:
-    """A started standard-speed game with one joined human seat: (game id, token)."""
+                     roles: set[str] | None = None, name: str = "Alice",
+                     **lobby: Any) -> tuple[str, str]:
+    """A started standard-speed game with one joined human seat: (game id, token).
+    With `roles`, lobbies are made until the server's (secret) deal gives the
+    human one of them: the test reads the dealt seed from the store."""
     c = server.client
-    body: dict[str, Any] = {"players": players, "seats": [{"slot": slot, "kind": "human"}]}
-    if seed is not None:
-        body["seed"] = seed
-    game_id = await create_game(c, start=False, **body)
+    body: dict[str, Any] = {"players": players, "seats": [{"slot": slot, "kind": "human"}],
+                            **lobby}
+    for _ in range(200):
+        game_id = await create_game(c, start=False, **body)
+        row = await server.store.get_game(game_id)
+        if roles is None or deals(players, slot, roles, row.config["seed"]):
+            break
+    else:
+        raise AssertionError(f"no deal gave seat {slot} one of {sorted(roles or ())}")
     r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
     assert r.status_code == 200, r.text
     r2 = await c.post(f"/api/lobbies/{game_id}/start")

@@ -18,7 +18,6 @@ from .support import (
     ServerFactory,
     human_game,
     quiet,
-    seed_with_role,
     snapshot,
 )
 
@@ -138,8 +137,7 @@ async def send_and_expect_error(ws: WS, message: str | bytes) -> dict[str, Any]:
 async def test_malformed_messages_change_nothing(server_factory: ServerFactory) -> None:
     # no rate limit here (floods have their own test); Day 1 lasts 25 minutes
     server = await server_factory(time_scale=100.0, rate_limit_messages=1_000_000)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
     messages = malformed_messages(random.Random(1234), server.settings.max_message_bytes)
     assert len(messages) > 350
     async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
@@ -179,8 +177,7 @@ async def test_flood_is_rate_limited(server_factory: ServerFactory) -> None:
     window = 3.0
     server = await server_factory(time_scale=100.0, rate_limit_messages=10,
                                   rate_limit_seconds=window)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
     async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
         assert (await ws.recv())["type"] == "hello"
         await quiet(ws)

@@ -31,7 +31,6 @@ from .support import (
     human_game,
     is_finished,
     quiet,
-    seed_with_role,
     snapshot,
     wait_game,
 )
@@ -42,8 +41,7 @@ STATE_KEYS = {"day", "phase", "phase_seq", "deadline", "roster", "you", "legal",
 async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
     # time_scale 100: Day 1 lasts 25 minutes, so the game waits for us
     server = await server_factory(time_scale=100.0)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
     async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
         hello = await ws.recv()
         assert hello["type"] == "hello" and hello["game_id"] == game_id
@@ -356,7 +354,7 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
     from tossim.server import ws as ws_module
 
     server = await server_factory(time_scale=100.0)
-    game_id, token = await human_game(server, seed=seed_with_role(7, 1, PLAIN_TOWN))
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
     await wait_game(server.client, game_id, lambda s: s["version"] > 10)
     await asyncio.sleep(0.5)  # the AI seats' Day 1 answers are in
     actor = server.app.state.actors.actors[game_id]

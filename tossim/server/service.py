@@ -4,6 +4,7 @@ use them too): lobbies, joining, starting, summaries and replays."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import uuid
 from typing import Any, Literal
@@ -128,7 +129,11 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         if s.model is not None:
             raise ServiceError(422, "the server's configuration chooses the model; "
                                     "leave `model` out", ("body", "seats", "model"))
-    seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    game_id = uuid.uuid4().hex
+    asked = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    seed = asked
+    if humans:
+        seed = fair_seed((settings or Settings()).server_secret(), game_id, spec.seed)
     config = GameConfig(mode=spec.mode, players=spec.players, seed=seed)
     given = {s.slot: s for s in spec.seats}
     seats = []
@@ -138,12 +143,23 @@ async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
                              backend=s.backend if s.kind == "ai" else None, model=s.model,
                              persona=s.persona, protocol=s.protocol, token_hash=None,
                              claimed=False))
-    game_id = uuid.uuid4().hex
-    lobby = {"speed": spec.speed, "demo": demo}
+    lobby: dict[str, Any] = {"speed": spec.speed, "demo": demo}
+    if humans:
+        lobby["fair_deal"] = True
     await store.create_game(game_id, config.to_dict(), lobby, seats)
     row = await store.get_game(game_id)
     assert row is not None
     return row
+
+
+def fair_seed(secret: bytes, game_id: str, asked: int | None) -> int:
+    """The seed of a game with a human seat: HMAC-SHA256 of the game's id and
+    the creator's seed (if any) under the server's secret. The creator still
+    picks a seed, but cannot compute the deal from it; the game id makes a
+    seed reused in another game give another deal."""
+    msg = f"tossim-deal:{game_id}:{'' if asked is None else asked}".encode()
+    digest = hmac.new(secret, msg, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # 0 .. 2**63-1, like a lobby's seed
 
 
 async def get_row(store: Store, game_id: str) -> GameRow:

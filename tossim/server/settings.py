@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+import time
+from pathlib import Path
 from typing import Literal
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 
 class Settings(BaseSettings):
@@ -48,3 +54,44 @@ class Settings(BaseSettings):
     rate_limit_seconds: float = 5.0
     # Phase lengths are multiplied by this (tests use small values).
     time_scale: float = 1.0
+    # The server's secret for fair deals: the seed of a game with a human seat
+    # is HMAC(secret, game id + the creator's seed), so nobody can compute the
+    # deal offline. Absent: read from `secret_file`, or generated there once
+    # (mode 0600; default: next to a SQLite database, else
+    # ~/.local/state/tossim/server-secret). Never logged.
+    deal_secret: SecretStr | None = None
+    secret_file: str | None = None
+
+    def default_secret_file(self) -> Path:
+        url = make_url(self.database_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            return Path(str(url.database)).resolve().with_name("tossim-server-secret")
+        return Path.home() / ".local" / "state" / "tossim" / "server-secret"
+
+    def server_secret(self) -> bytes:
+        """The deal secret: set, or read from (or generated into) its file."""
+        if self.deal_secret is not None and self.deal_secret.get_secret_value():
+            return self.deal_secret.get_secret_value().encode()
+        path = Path(self.secret_file) if self.secret_file else self.default_secret_file()
+        secret = load_or_create_secret(path)
+        self.deal_secret = SecretStr(secret)  # once per process
+        return secret.encode()
+
+
+def load_or_create_secret(path: Path) -> str:
+    """The secret in `path`, creating the file (0600, exclusively, so two
+    processes starting together agree) with a new random secret if absent."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):  # another process may be writing it right now
+            text = path.read_text().strip()
+            if text:
+                return text
+            time.sleep(0.02)
+        raise RuntimeError(f"the server secret file {path} is empty") from None
+    secret = secrets.token_hex(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+    return secret
