@@ -161,6 +161,10 @@ class Server:
     def ws_connect(self, path: str, **kw: Any) -> Any:
         return ws_connect(self.ws_base + path, **kw)
 
+    def seat_connect(self, game_id: str, token: str, since: int | None = None,
+                     **kw: Any) -> Any:
+        return seat_connect(self.ws_base, game_id, token, since, **kw)
+
 
 ServerFactory = Callable[..., Awaitable[Server]]
 
@@ -217,6 +221,19 @@ async def ws_connect(url: str, **kw: Any) -> AsyncIterator[WS]:
     async with ws_client_connect(url, max_size=None, open_timeout=WAIT,
                                  close_timeout=5, **kw) as conn:
         yield WS(conn)
+
+
+@asynccontextmanager
+async def seat_connect(ws_base: str, game_id: str, token: str, since: int | None = None,
+                       **kw: Any) -> AsyncIterator[WS]:
+    """A seat's socket: the token (and `since`) go in the first message,
+    never in the URL."""
+    async with ws_connect(f"{ws_base}/ws/games/{game_id}", **kw) as ws:
+        auth: dict[str, Any] = {"type": "auth", "token": token}
+        if since is not None:
+            auth["since"] = since
+        await ws.send(auth)
+        yield ws
 
 
 def finished(msg: dict[str, Any]) -> bool:
@@ -320,6 +337,10 @@ class ServeProcess:
 
     def ws_connect(self, path: str, **kw: Any) -> Any:
         return ws_connect(self.ws_base + path, **kw)
+
+    def seat_connect(self, game_id: str, token: str, since: int | None = None,
+                     **kw: Any) -> Any:
+        return seat_connect(self.ws_base, game_id, token, since, **kw)
 
 
 # --- games with a human seat ---------------------------------------------------------

@@ -140,7 +140,7 @@ async def test_malformed_messages_change_nothing(server_factory: ServerFactory) 
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
     messages = malformed_messages(random.Random(1234), server.settings.max_message_bytes)
     assert len(messages) > 350
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         await quiet(ws)  # the AI seats' Day 1 chat
         before = await snapshot(server, game_id)
@@ -178,7 +178,7 @@ async def test_flood_is_rate_limited(server_factory: ServerFactory) -> None:
     server = await server_factory(time_scale=100.0, rate_limit_messages=10,
                                   rate_limit_seconds=window)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         await quiet(ws)
         before = await snapshot(server, game_id)

@@ -5,14 +5,18 @@ clean errors for odd input."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+from websockets.exceptions import ConnectionClosed
 
 from tossim.engine import GameConfig, new_game
 from tossim.replay import rerun
 from tossim.server.service import fair_seed
 from tossim.server.settings import Settings
 
-from .support import ServerFactory, human_game, is_finished, wait_game
+from .support import ServeProcess, ServerFactory, human_game, is_finished, wait_game
 
 
 def deal(players: int, seed: int) -> list[str]:
@@ -65,3 +69,47 @@ def test_server_secret_generated_once_and_private(tmp_path: Path) -> None:
     assert path.exists() and os.stat(path).st_mode & 0o777 == 0o600
     assert Settings(database_url=db).server_secret() == first and len(first) >= 32
     assert "zz" not in repr(Settings(database_url=db, deal_secret="zz"))
+
+
+async def test_tokens_never_reach_the_log(
+        serve_process: Callable[..., ServeProcess], tmp_path: Path) -> None:
+    """`tossim serve`: seats and a worker connect (the right way, and with a
+    token in the URL, which is refused); the log has no token and no secret."""
+    worker_token, secret = "wt-" + "k" * 30, "deal-" + "s" * 30
+    proc = serve_process(f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
+                         env={"TOSSIM_INFERENCE": "workers",
+                              "TOSSIM_WORKER_TOKEN": worker_token,
+                              "TOSSIM_DEAL_SECRET": secret})
+    await proc.wait_ready()
+    c = proc.client
+    r = await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})
+    game_id = r.json()["id"]
+    tokens = []
+    for slot, name in ((1, "Ann"), (2, "Bea")):
+        r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
+        tokens.append(r.json()["token"])
+    assert (await c.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+    for token in tokens:
+        async with proc.seat_connect(game_id, token) as ws:
+            assert (await ws.recv())["type"] == "hello"
+        async with proc.ws_connect(f"/ws/games/{game_id}?token={token}&since=0") as ws:
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+            assert "first message" in closed.value.rcvd.reason
+    hello = {"type": "hello", "backends": ["local"], "name": "w", "token": worker_token}
+    async with proc.ws_connect("/ws/workers") as ws:
+        await ws.send(hello)
+        assert (await ws.recv())["type"] == "welcome"
+    async with proc.ws_connect(f"/ws/workers?token={worker_token}") as ws:
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.send(hello)
+            await ws.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+    await proc.stop()
+    log = proc.output()
+    assert f"WebSocket /ws/games/{game_id}" in log and "/ws/workers" in log  # lines logged
+    assert "token=[redacted]" in log
+    for token in (*tokens, worker_token, secret):
+        assert token not in log

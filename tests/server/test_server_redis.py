@@ -77,7 +77,7 @@ async def test_seat_on_another_process_plays(
     assert r.status_code == 200, r.text
     assert (await a.client.get("/api/health")).json()["live_games"] == 1
 
-    async with b.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with b.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         state: dict[str, Any] = (await ws.recv_type("events"))["state"]
         while state["deadline"] is None:  # B's mirror asked A's actor for it

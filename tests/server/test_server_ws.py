@@ -42,7 +42,7 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
     # time_scale 100: Day 1 lasts 25 minutes, so the game waits for us
     server = await server_factory(time_scale=100.0)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with server.seat_connect(game_id, token) as ws:
         hello = await ws.recv()
         assert hello["type"] == "hello" and hello["game_id"] == game_id
         assert hello["viewer"] == "player 1" and isinstance(hello["version"], int)
@@ -118,9 +118,13 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
         assert await snapshot(server, game_id) == before
 
 
-async def expect_close(server: Server, path: str, code: int) -> None:
+async def expect_close(server: Server, path: str, code: int,
+                       first: dict[str, Any] | None = None) -> None:
+    """The socket at `path` (sending `first` once open) is closed with `code`."""
     try:
         async with server.ws_connect(path) as ws:
+            if first is not None:
+                await ws.send(first)
             await ws.recv(WAIT)
             await ws.recv(WAIT)
     except ConnectionClosed as exc:
@@ -135,9 +139,17 @@ async def expect_close(server: Server, path: str, code: int) -> None:
 async def test_refusals_have_close_codes(server: Server) -> None:
     game_id, token = await human_game(server, slot=2)
     lobby = await create_game(server.client, start=False, players=7)
-    await expect_close(server, f"/ws/games/{game_id}?token=wrong", 4401)
-    await expect_close(server, f"/ws/games/{game_id}", 4401)
-    await expect_close(server, f"/ws/games/{lobby}?token={token}", 4401)  # another game's
+    seat = f"/ws/games/{game_id}"
+    await expect_close(server, seat, 4401, {"type": "auth", "token": "wrong"})
+    await expect_close(server, seat, 4401, {"type": "auth"})
+    await expect_close(server, seat, 4401, {"type": "auth", "token": ["x"]})
+    await expect_close(server, seat, 4400, {"type": "auth", "token": "t" * 100_000})
+    await expect_close(server, f"/ws/games/{lobby}", 4401,  # another game's
+                       {"type": "auth", "token": token})
+    # the first message must be the auth; a token in the URL is refused outright
+    await expect_close(server, seat, 4400, {"type": "ping"})
+    await expect_close(server, seat, 4400, {"type": "auth", "token": token, "since": "x"})
+    await expect_close(server, f"{seat}?token={token}", 4400)
     # a live game with a human seat: no omniscient or player view for spectators
     await expect_close(server, f"/ws/games/{game_id}/watch?viewer=omniscient", 4403)
     await expect_close(server, f"/ws/games/{game_id}/watch?viewer=3", 4403)
@@ -171,15 +183,14 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     it receives exactly the missing events (no gap, no duplicate)."""
     server = await server_factory(time_scale=0.01)
     game_id, token = await human_game(server, players=7, seed=3)
-    path = f"/ws/games/{game_id}?token={token}"
-    async with server.ws_connect(path) as ws:
+    async with server.seat_connect(game_id, token) as ws:
         await ws.until(lambda m: m["type"] == "events" and m["version"] >= 40)
         first = ws.events()
     v = max(e["v"] for e in first)
     await wait_game(server.client, game_id, lambda s: s["version"] > v + 20 or is_finished(s))
 
-    # resume in the URL: the first push starts after v
-    async with server.ws_connect(path + f"&since={v}") as ws2:
+    # resume in the auth message: the first push starts after v
+    async with server.seat_connect(game_id, token, since=v) as ws2:
         assert (await ws2.recv())["type"] == "hello"
         await ws2.until(finished)
         second = ws2.events()
@@ -189,7 +200,7 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     assert versions == sorted(set(versions)), "versions strictly increase"
 
     # the union is what a fresh connection sees
-    async with server.ws_connect(path) as fresh:
+    async with server.seat_connect(game_id, token) as fresh:
         await fresh.until(finished)
         full = fresh.events()
     assert got == full
@@ -200,7 +211,7 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     assert full == visible(game, Viewer.player(1))
 
     # a resume message on an open connection re-sends exactly the tail after since
-    async with server.ws_connect(path) as ws3:
+    async with server.seat_connect(game_id, token) as ws3:
         await ws3.until(finished)
         for since in (v, game.version - 1, 0):
             await ws3.send({"type": "resume", "since": since})
@@ -373,7 +384,7 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
         await original(self, message)
 
     monkeypatch.setattr(ws_module.Connection, "send", send)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         first = await ws.recv_type("events")
         assert all(e["data"].get("text") != "meanwhile" for e in first["events"])

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -88,8 +89,37 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 10)
 
 
+_SECRET_IN_URL = re.compile(r"((?:^|[?&;])(?:token|owner_token|key|secret)=)[^&\s\"' ]*",
+                            re.IGNORECASE)
+
+
+class RedactSecrets(logging.Filter):
+    """Blanks `token=...` (and the like) in log lines. Tokens never belong in a
+    URL (seats and workers send theirs in their first message, and a URL with
+    one is refused), but the access log is written before a request is
+    refused, so a client that puts a token in a URL must not get it logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "=" in text:
+            clean = _SECRET_IN_URL.sub(r"\1[redacted]", text)
+            if clean != text:
+                record.msg, record.args = clean, ()
+        return True
+
+
+def redact_logs() -> None:
+    """Put the redaction on uvicorn's loggers (its access lines, and its
+    websocket lines, which go to uvicorn.error); idempotent."""
+    for name in ("uvicorn.access", "uvicorn.error", "uvicorn"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    redact_logs()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

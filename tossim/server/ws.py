@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketState
 
 from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel
@@ -25,10 +26,15 @@ from tossim.server.service import (
 
 router = APIRouter()
 
+CLOSE_PROTOCOL = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 REPLY_TIMEOUT = 5.0
+AUTH_TIMEOUT = 10.0
+MAX_TOKEN = 200
+TOKEN_IN_URL = ('a token never travels in the URL: send {"type": "auth", "token": ...} '
+                'as the first message')
 
 
 async def refuse(ws: WebSocket, code: int, reason: str) -> None:
@@ -40,14 +46,56 @@ async def refuse(ws: WebSocket, code: int, reason: str) -> None:
 
 
 @router.websocket("/ws/games/{game_id}")
-async def seat_socket(ws: WebSocket, game_id: str, token: str = "", since: int = 0) -> None:
+async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
+    """A seat's socket. The token comes in the first message,
+    `{"type": "auth", "token": ..., "since": v}`, never in the URL (where
+    access logs, proxies and browser history would keep it)."""
+    if "token" in ws.query_params:
+        await refuse(ws, CLOSE_PROTOCOL, TOKEN_IN_URL)
+        return
+    await ws.accept()
+    try:
+        auth = await first_message(ws, "auth")
+    except WebSocketDisconnect:
+        return
+    except ValueError as exc:
+        await ws.close(code=CLOSE_PROTOCOL, reason=str(exc)[:120])
+        return
+    token, asked = auth.get("token"), auth.get("since", since)
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 0:
+        await ws.close(code=CLOSE_PROTOCOL, reason="since is a version number")
+        return
     store = ws.app.state.store
-    seat = await store.seat_for_token(game_id, token_hash(token)) if token else None
+    seat = None
+    if isinstance(token, str) and 0 < len(token) <= MAX_TOKEN:
+        seat = await store.seat_for_token(game_id, token_hash(token))
     if seat is None:
-        await refuse(ws, CLOSE_UNAUTHORIZED, "unknown seat token")
+        await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown seat token")
         return
     await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
-                     since=since).run()
+                     since=asked).run()
+
+
+async def first_message(ws: WebSocket, kind: str,
+                        timeout: float = AUTH_TIMEOUT) -> dict[str, Any]:
+    """The socket's first message, a JSON object of type `kind` (ValueError:
+    anything else, or nothing within `timeout`)."""
+    try:
+        frame = await asyncio.wait_for(ws.receive(), timeout)
+    except TimeoutError:
+        raise ValueError(f"expected a {kind} message within {timeout:g} s") from None
+    if frame["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(frame.get("code", 1000))
+    text = frame.get("text")
+    try:
+        if text is None or len(text) > 4096:
+            raise ValueError
+        msg = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"expected a JSON {kind} message") from None
+    if not isinstance(msg, dict) or msg.get("type") != kind:
+        raise ValueError(f"the first message must be of type {kind!r}")
+    return msg
 
 
 @router.websocket("/ws/games/{game_id}/watch")
@@ -86,8 +134,9 @@ class Connection:
         self.viewer = viewer
         self.slot = seat_slot
         self.delay = delay
-        # the last version this client has: a reconnecting client passes it in
-        # the URL (?since=v), so the first push is exactly the missing tail
+        # the last version this client has: a reconnecting client passes it
+        # (seat: in its auth message; spectator: ?since=v), so the first push
+        # is exactly the missing tail
         self.sent = max(0, since)
         self.sent_deadline: float | None = None
         self.wake = asyncio.Event()
@@ -103,7 +152,8 @@ class Connection:
             await self.ws.send_text(json.dumps(message, separators=(",", ":")))
 
     async def run(self) -> None:
-        await self.ws.accept()
+        if self.ws.application_state == WebSocketState.CONNECTING:
+            await self.ws.accept()
         hub = self.ws.app.state.mirrors
         try:
             mirror = await hub.acquire(self.game_id)
