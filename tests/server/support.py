@@ -30,6 +30,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_client_connect
 
 from tossim.engine import GameConfig, new_game
+from tossim.server.limits import bounded_http_protocol
 from tossim.server.settings import Settings
 
 PG_URL = os.environ.get("TOSSIM_TEST_POSTGRES_URL",
@@ -124,7 +125,8 @@ class Server:
         self.port = int(self.sock.getsockname()[1])
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20,
+                                http=bounded_http_protocol())
         self.uvicorn = _Uvicorn(config)
         self.task: asyncio.Task[None] | None = None
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),

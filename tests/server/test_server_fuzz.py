@@ -136,7 +136,8 @@ async def send_and_expect_error(ws: WS, message: str | bytes) -> dict[str, Any]:
 
 async def test_malformed_messages_change_nothing(server_factory: ServerFactory) -> None:
     # no rate limit here (floods have their own test); Day 1 lasts 25 minutes
-    server = await server_factory(time_scale=100.0, rate_limit_messages=1_000_000)
+    server = await server_factory(time_scale=100.0, rate_limit_messages=1_000_000,
+                                  chat_limit_messages=1_000_000)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
     messages = malformed_messages(random.Random(1234), server.settings.max_message_bytes)
     assert len(messages) > 350

@@ -4,19 +4,31 @@ clean errors for odd input."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.client import connect as ws_client_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tossim.engine import GameConfig, new_game
 from tossim.replay import rerun
 from tossim.server.service import fair_seed
 from tossim.server.settings import Settings
 
-from .support import ServeProcess, ServerFactory, human_game, is_finished, wait_game
+from .support import (
+    PLAIN_TOWN,
+    ServeProcess,
+    Server,
+    ServerFactory,
+    human_game,
+    is_finished,
+    wait_game,
+)
 
 
 def deal(players: int, seed: int) -> list[str]:
@@ -113,3 +125,80 @@ async def test_tokens_never_reach_the_log(
     assert "token=[redacted]" in log
     for token in (*tokens, worker_token, secret):
         assert token not in log
+
+
+# --- limits --------------------------------------------------------------------------
+
+
+async def test_chat_limit_is_per_seat_across_sockets(server_factory: ServerFactory) -> None:
+    server = await server_factory(time_scale=100.0, chat_limit_messages=5,
+                                  chat_limit_seconds=600.0, max_sockets_per_seat=3)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = [await stack.enter_async_context(server.seat_connect(game_id, token))
+                   for _ in range(3)]
+        for ws in sockets:
+            await ws.recv_type("events")
+        # a fourth socket for the same seat is refused
+        async with server.seat_connect(game_id, token) as extra:
+            with pytest.raises(ConnectionClosed) as closed:
+                await extra.recv_type("events")
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4429
+        for ws in sockets:
+            for i in range(4):
+                await ws.send({"type": "command", "command": {"type": "chat",
+                                                              "text": f"hello {i}"}})
+        refused = 0
+        for ws in sockets:
+            await ws.send({"type": "ping"})
+            while (msg := await ws.until(lambda m: m["type"] in ("pong", "error")))[
+                    "type"] == "error":
+                assert "too many chat messages from this seat" in msg["error"], msg
+                refused += 1
+    chats = [c for _, origin, c in await server.store.commands(game_id)
+             if origin == "seat:1" and c["type"] == "chat"]
+    assert len(chats) == 5 and refused == 12 - 5
+    # once its sockets closed, the seat may open new ones
+    async with server.seat_connect(game_id, token) as ws:
+        assert (await ws.recv())["type"] == "hello"
+
+
+async def test_bodies_are_bounded_and_schemas_strict(server_factory: ServerFactory) -> None:
+    server = await server_factory(max_body_bytes=4096)
+    c = server.client
+    big = {"players": 7, "seats": [{"slot": 1, "persona": "x" * 20_000}]}
+    r = await c.post("/api/lobbies", json=big)
+    assert r.status_code == 413 and "4096" in r.text
+
+    async def chunks() -> Any:
+        for _ in range(10):
+            yield b" " * 1000
+    r = await c.post("/api/lobbies", content=chunks(),
+                     headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    for body in ({"players": 7, "colour": "red"},
+                 {"players": 7, "seats": [{"slot": 1, "persona": "x" * 41}]},
+                 {"players": 7, "seats": [{"slot": 1, "persona": "sneaky"}]},
+                 {"players": 7, "seats": [{"slot": 1, "extra": 1}]},
+                 {"players": 7, "mode": "m" * 100}):
+        r = await c.post("/api/lobbies", json=body)
+        assert r.status_code == 422, (body, r.text)
+    lobby = (await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}]})).json()["id"]
+    r = await c.post(f"/api/lobbies/{lobby}/join", json={"name": "Al", "admin": True})
+    assert r.status_code == 422
+    assert len((await c.get("/api/lobbies")).content) < 100_000
+
+
+async def test_long_urls_get_an_answer(server: Server) -> None:
+    """Over HTTP and at a websocket handshake, an 8 KB+ URL is answered 414
+    at once (the websocket client used to hang)."""
+    long = "a" * 9000
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as c:
+        r = await c.get(f"/api/games/x?viewer={long}")
+    assert r.status_code == 414
+    with pytest.raises(InvalidStatus) as refused:
+        async with ws_client_connect(f"{server.ws_base}/ws/games/x/watch?viewer={long}",
+                                     open_timeout=10):
+            pass
+    assert refused.value.response.status_code == 414

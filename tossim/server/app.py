@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from tossim import __version__
 from tossim.server import service
 from tossim.server.bus import make_bus
+from tossim.server.limits import BodyLimit, SeatLimiter
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import games, health, lobbies
 from tossim.server.runner import ActorHub
@@ -131,6 +132,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.workers = WorkerHub()
         app.state.actors = ActorHub(store, bus, settings, app.state.workers)
         app.state.mirrors = MirrorHub(store, bus)
+        app.state.limiter = SeatLimiter(settings.max_sockets_per_seat,
+                                        settings.chat_limit_messages,
+                                        settings.chat_limit_seconds)
         if settings.resume:
             resumed = await app.state.actors.resume_all()
             if resumed:
@@ -152,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Town of Salem with human and AI seats: lobbies, live games "
                               "over websockets, replays. See docs/api.md for the websocket "
                               "protocol.")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(lobbies.router)
     app.include_router(games.router)

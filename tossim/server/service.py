@@ -9,8 +9,9 @@ import secrets
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tossim.agents.personas import PERSONAS
 from tossim.engine import Game, GameConfig
 from tossim.engine.modes import MODES, RULESET_VERSION
 from tossim.engine.view import (
@@ -41,17 +42,31 @@ class ServiceError(Exception):
         self.status, self.detail, self.loc = status, detail, loc
 
 
-class SeatSpec(BaseModel):
+class Strict(BaseModel):
+    """Request bodies: unknown fields are refused (a typo is an error, and a
+    client cannot park data in a lobby), every string is bounded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SeatSpec(Strict):
     slot: int = Field(ge=1, le=15)
     kind: Literal["human", "ai"] = "ai"
-    backend: str = "scripted"
-    model: str | None = None
-    persona: str | None = None
+    backend: str = Field(default="scripted", max_length=32)
+    model: str | None = Field(default=None, max_length=200)
+    persona: str | None = Field(default=None, max_length=40)
     protocol: Literal["xml", "json"] = "xml"
 
+    @field_validator("persona")
+    @classmethod
+    def _known_persona(cls, v: str | None) -> str | None:
+        if v is not None and v not in PERSONAS:
+            raise ValueError(f"persona is one of {', '.join(PERSONAS)}")
+        return v
 
-class LobbyIn(BaseModel):
-    mode: str = "classic"
+
+class LobbyIn(Strict):
+    mode: str = Field(default="classic", max_length=32)
     players: int = Field(default=15, ge=7, le=15)
     speed: Literal["standard", "fast", "paced"] = "standard"
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
@@ -65,7 +80,7 @@ class LobbyIn(BaseModel):
         return v
 
 
-class JoinIn(BaseModel):
+class JoinIn(Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME)
     slot: int | None = Field(default=None, ge=1, le=15)
 

@@ -52,6 +52,13 @@ class Settings(BaseSettings):
     max_message_bytes: int = 8192
     rate_limit_messages: int = 20
     rate_limit_seconds: float = 5.0
+    # Per seat, across all of its sockets (in this process): chat and whisper
+    # messages per window, and sockets open at once.
+    chat_limit_messages: int = 8
+    chat_limit_seconds: float = 10.0
+    max_sockets_per_seat: int = 4
+    # HTTP request bodies over this many bytes are answered 413 unread.
+    max_body_bytes: int = 16384
     # Phase lengths are multiplied by this (tests use small values).
     time_scale: float = 1.0
     # The server's secret for fair deals: the seed of a game with a human seat

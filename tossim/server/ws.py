@@ -30,6 +30,7 @@ CLOSE_PROTOCOL = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 REPLY_TIMEOUT = 5.0
 AUTH_TIMEOUT = 10.0
 MAX_TOKEN = 200
@@ -72,8 +73,17 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
     if seat is None:
         await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown seat token")
         return
-    await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
-                     since=asked).run()
+    limiter = ws.app.state.limiter
+    key = (game_id, seat.slot)
+    if not limiter.open(key):
+        await ws.close(code=CLOSE_TOO_MANY, reason=f"this seat has {limiter.max_sockets} "
+                                                   "sockets open already")
+        return
+    try:
+        await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
+                         since=asked).run()
+    finally:
+        limiter.close(key)
 
 
 async def first_message(ws: WebSocket, kind: str,
@@ -280,6 +290,11 @@ class Connection:
             await self.send({"type": "error", "version": version,
                              "error": "command must be an object without actor"})
             return
+        if command.get("type") in ("chat", "whisper"):
+            problem = self.ws.app.state.limiter.chat_problem((self.game_id, self.slot))
+            if problem is not None:
+                await self.send({"type": "error", "version": version, "error": problem})
+                return
         bus = self.ws.app.state.bus
         reply_to = f"tossim:reply:{uuid.uuid4().hex}"
         sub = await bus.subscribe(reply_to)
