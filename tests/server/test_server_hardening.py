@@ -202,3 +202,45 @@ async def test_long_urls_get_an_answer(server: Server) -> None:
                                      open_timeout=10):
             pass
     assert refused.value.response.status_code == 414
+
+
+# --- names and text ------------------------------------------------------------------
+
+
+async def test_names_cannot_impersonate(server: Server) -> None:
+    c = server.client
+    lobby = (await c.post("/api/lobbies", json={"players": 9, "seats": [
+        {"slot": s, "kind": "human"} for s in (1, 2, 3)]})).json()["id"]
+    join = f"/api/lobbies/{lobby}/join"
+    assert (await c.post(join, json={"name": "Alice"})).status_code == 200
+    for name in ("\u0410lice",   # Cyrillic A
+                 "ALICE", "\uff21lice", "A lice", "AIice",  # fullwidth, capital i for l
+                 "Player 7", "P1ayer 9", "player4",        # another seat's default name
+                 "Jailor", "medium", "Serial Killer"):      # role names
+        r = await c.post(join, json={"name": name})
+        assert r.status_code == 409, (name, r.text)
+    r = await c.post(join, json={"name": "Bob\u202e\u200b"})  # invisible tricks stripped
+    assert r.status_code == 200
+    seats = {s["slot"]: s["name"] for s in (await c.get(f"/api/lobbies/{lobby}")).json()["seats"]}
+    assert seats[2] == "Bob"
+    assert (await c.post(join, json={"name": "\u202e\u200b"})).status_code == 422
+
+
+async def test_bidi_and_zero_width_characters_are_stripped_from_text(
+        server_factory: ServerFactory) -> None:
+    server = await server_factory(time_scale=100.0)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
+    async with server.seat_connect(game_id, token) as ws:
+        await ws.recv_type("events")
+        await ws.send({"type": "command", "command": {
+            "type": "chat", "text": "I am \u202etown\u202c honest\u2066!\u2069\u200b"}})
+        msg = await ws.until(lambda m: m["type"] == "events" and any(
+            e["data"].get("author") == 1 for e in m["events"]))
+        (said,) = [e for e in msg["events"] if e["data"].get("author") == 1]
+        assert said["data"]["text"] == "I am town honest!"
+        await ws.send({"type": "command", "command": {"type": "will",
+                                                      "text": "my \u202ewill"}})
+        await ws.send({"type": "ping"})
+        await ws.recv_type("pong")
+    stored = [c for _, origin, c in await server.store.commands(game_id) if origin == "seat:1"]
+    assert [c.get("text") for c in stored] == ["I am town honest!", "my will"]

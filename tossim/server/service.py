@@ -24,6 +24,7 @@ from tossim.engine.view import (
 )
 from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
+from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, ActorHub
 from tossim.server.settings import Settings
 from tossim.store import ConflictError, GameRow, SeatRow, Store
@@ -87,8 +88,8 @@ class JoinIn(Strict):
     @field_validator("name")
     @classmethod
     def _printable(cls, v: str) -> str:
-        v = " ".join(v.split())
-        if not v or not v.isprintable() or "<" in v or ">" in v:
+        v = clean_name(v)  # NFKC, no bidi overrides or zero-width characters
+        if not v or len(v) > MAX_NAME or not v.isprintable() or "<" in v or ">" in v:
             raise ValueError("a name is 1-24 printable characters without < or >")
         return v
 
@@ -188,8 +189,9 @@ async def join(store: Store, game_id: str, body: JoinIn) -> dict[str, Any]:
     row = await get_row(store, game_id)
     if row.status != "lobby":
         raise ServiceError(409, "this game has already started")
-    if any(s.claimed and s.name.lower() == body.name.lower() for s in row.seats):
-        raise ServiceError(409, f"the name {body.name!r} is taken")
+    problem = name_problem(body.name, [s.name for s in row.seats if s.claimed])
+    if problem is not None:
+        raise ServiceError(409, problem)
     free = [s.slot for s in row.seats if s.kind == "human" and not s.claimed]
     if body.slot is not None:
         free = [s for s in free if s == body.slot]

@@ -16,6 +16,7 @@ from starlette.websockets import WebSocketState
 from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel
 from tossim.server.mirror import GameMirror
+from tossim.server.names import strip_format
 from tossim.server.service import (
     ServiceError,
     get_row,
@@ -290,6 +291,10 @@ class Connection:
             await self.send({"type": "error", "version": version,
                              "error": "command must be an object without actor"})
             return
+        if isinstance(command.get("text"), str):  # chat, whisper, will
+            # bidirectional overrides and zero-width characters would let a
+            # player reverse or hide what others read
+            command = {**command, "text": strip_format(command["text"])}
         if command.get("type") in ("chat", "whisper"):
             problem = self.ws.app.state.limiter.chat_problem((self.game_id, self.slot))
             if problem is not None:
