@@ -4,6 +4,7 @@ clean errors for odd input."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Callable
@@ -244,3 +245,72 @@ async def test_bidi_and_zero_width_characters_are_stripped_from_text(
         await ws.recv_type("pong")
     stored = [c for _, origin, c in await server.store.commands(game_id) if origin == "seat:1"]
     assert [c.get("text") for c in stored] == ["I am town honest!", "my will"]
+
+
+# --- odd input and clean task handling -----------------------------------------------
+
+
+async def test_unicode_digit_viewer_is_a_client_error(server: Server) -> None:
+    game_id, _ = await human_game(server)
+    for viewer in ("²", "٣", "1²", "00001", "-1", "1.0"):
+        r = await server.client.get(f"/api/games/{game_id}/replay", params={"viewer": viewer})
+        assert r.status_code == 422, (viewer, r.status_code)
+        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={viewer}") as ws:
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
+
+
+ERROR_LINES = ("Task was destroyed", "Traceback", " ERROR ", "Exception in ASGI",
+               "exception was never retrieved")
+
+
+async def test_a_thousand_socket_opens_and_closes_log_no_error(
+        serve_process: Callable[..., ServeProcess], tmp_path: Path) -> None:
+    """1,000 websockets against `tossim serve`, opened and closed every way a
+    client does (cleanly, mid-handshake, by dropping the connection, refused,
+    while a game runs), then the server's log holds no error line."""
+    proc = serve_process(f"sqlite+aiosqlite:///{tmp_path / 'load.db'}")
+    await proc.wait_ready()
+    c = proc.client
+    paced = (await c.post("/api/lobbies", json={"players": 7, "speed": "paced"})).json()["id"]
+    assert (await c.post(f"/api/lobbies/{paced}/start")).status_code == 200
+    r = await c.post("/api/lobbies", json={"players": 7, "seats": [{"slot": 1,
+                                                                    "kind": "human"}]})
+    human = r.json()["id"]
+    token = (await c.post(f"/api/lobbies/{human}/join", json={"name": "Ann"})).json()["token"]
+    assert (await c.post(f"/api/lobbies/{human}/start")).status_code == 200
+
+    async def one(i: int) -> None:
+        kind = i % 5
+        try:
+            if kind == 0:  # a spectator that reads a little and leaves
+                async with proc.ws_connect(f"/ws/games/{paced}/watch?viewer=public") as ws:
+                    await ws.recv()
+                    await ws.recv()
+            elif kind == 1:  # a seat (at most 4 at once: the rest are refused)
+                async with proc.seat_connect(human, token) as ws:
+                    await ws.recv()
+            elif kind == 2:  # dropped without a close frame
+                async with proc.ws_connect(f"/ws/games/{paced}/watch?viewer=3") as ws:
+                    await ws.recv()
+                    ws.conn.transport.abort()
+            elif kind == 3:  # refused: a view not offered, or nonsense
+                viewer = ("omniscient", "²", "99", "x" * 13)[i // 5 % 4]
+                async with proc.ws_connect(f"/ws/games/{human}/watch?viewer={viewer}") as ws:
+                    await ws.recv()
+            else:  # closed before the first message
+                async with proc.ws_connect(f"/ws/games/{human}") as ws:
+                    pass
+        except (ConnectionClosed, OSError):
+            pass
+
+    for start in range(0, 1000, 25):
+        await asyncio.gather(*(one(i) for i in range(start, start + 25)))
+    await asyncio.sleep(1.0)
+    assert (await c.get("/api/health")).status_code == 200
+    await proc.stop()
+    log = proc.output()
+    assert log.count('"WebSocket /ws/games/') >= 1000
+    bad = [line for line in log.splitlines() if any(e in line for e in ERROR_LINES)]
+    assert not bad, "\n".join(bad[:20])

@@ -235,7 +235,8 @@ def privileged_allowed(row: GameRow) -> bool:
 def parse_viewer_param(text: str, players: int) -> Viewer:
     if text in ("public", "omniscient"):
         return PUBLIC_VIEWER if text == "public" else OMNISCIENT_VIEWER
-    if text.isdigit() and 1 <= int(text) <= players:
+    # ASCII digits only: "²".isdigit() is true, but int("²") raises
+    if text.isascii() and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= players:
         return Viewer.player(int(text))
     raise ServiceError(422, "viewer is public, omniscient or a seat number",
                        ("query", "viewer"))

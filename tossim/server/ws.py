@@ -205,10 +205,15 @@ class Connection:
                 first = False
                 await self._push(mirror, cap)
             waits = {asyncio.create_task(change.wait()), asyncio.create_task(self.wake.wait())}
-            await asyncio.wait(waits, timeout=1.0 if self.delay else None,
-                               return_when=asyncio.FIRST_COMPLETED)
-            for t in waits:
-                t.cancel()
+            try:
+                await asyncio.wait(waits, timeout=1.0 if self.delay else None,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # also when this sender is cancelled (the socket closed): a
+                # waiter left pending was later destroyed with "Task was
+                # destroyed but it is pending!" in the log
+                for t in waits:
+                    t.cancel()
             self.wake.clear()
 
     async def _push(self, mirror: GameMirror, cap: int) -> None:
