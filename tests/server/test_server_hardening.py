@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -65,8 +66,11 @@ async def test_fair_deal_creator_seed_does_not_give_the_deal(
     rp = (await c.get(f"/api/games/{game_id}/replay", params={"viewer": "omniscient"})).json()
     assert rp["seed"] == seed
     game = rerun(GameConfig.from_dict(rp["config"]), rp["commands"])
-    assert [p.role for p in game.players] == deal(7, seed)
-    assert len(game.events) == len(await server.store.events(game_id))  # replays stay exact
+    replayed = json.loads(json.dumps([e.to_dict() for e in game.events]))
+    assert replayed == await server.store.events(game_id)
+    # the deal is the stored seed's (the creator's 5 would have dealt its own)
+    dealt = [p.role for p in rerun(GameConfig.from_dict(rp["config"]), []).players]
+    assert dealt == deal(7, seed)
 
 
 async def test_all_ai_games_keep_the_creator_seed(server_factory: ServerFactory) -> None:
@@ -314,3 +318,41 @@ async def test_a_thousand_socket_opens_and_closes_log_no_error(
     assert log.count('"WebSocket /ws/games/') >= 1000
     bad = [line for line in log.splitlines() if any(e in line for e in ERROR_LINES)]
     assert not bad, "\n".join(bad[:20])
+
+
+# --- one source of truth -------------------------------------------------------------
+
+
+async def test_seat_socket_before_the_start_shows_the_stored_names(
+        server_factory: ServerFactory) -> None:
+    """A seat opens its socket on the lobby page, before the start: it waits,
+    and then it, and every viewer after it, shows the names the stored game has
+    (the socket used to build the game from the lobby's config, with default
+    names, and every viewer in that process kept that copy)."""
+    server = await server_factory(time_scale=100.0)
+    c = server.client
+    game_id = (await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})).json()["id"]
+    t1 = (await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Alice"})).json()["token"]
+    t2 = (await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Bruno"})).json()["token"]
+    async with server.seat_connect(game_id, t1) as early:
+        await early.send({"type": "ping"})
+        assert (await early.recv())["type"] == "pong"  # waiting, alive
+        assert not server.app.state.mirrors.mirrors     # nothing built from the lobby
+        assert (await c.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+        assert (await early.recv_type("hello"))["game_id"] == game_id
+        first = await early.recv_type("events")
+        row = await server.store.get_game(game_id)
+        names = row.config["names"]
+        assert names[:2] == ["Alice", "Bruno"]
+        async with server.seat_connect(game_id, t2) as seat2, server.ws_connect(
+                f"/ws/games/{game_id}/watch?viewer=public") as spectator:
+            streams = [first, await seat2.recv_type("events"),
+                       await spectator.recv_type("events")]
+        for msg in streams:
+            assert [p["name"] for p in msg["state"]["roster"]] == names
+    stored = await server.store.events(game_id)
+    shown = [e for m in streams for e in m["events"]]
+    by_v = {e["v"]: e for e in stored}
+    for e in shown:  # every event a viewer got says what the stored log says
+        assert e["text"] == by_v[e["v"]]["text"], e

@@ -52,7 +52,9 @@ class GameMirror:
 
     async def reload(self) -> None:
         row = await self.store.get_game(self.game_id)
-        if row is None:
+        if row is None or row.status == "lobby":
+            # a lobby's config has no names and no deal yet: a mirror is only
+            # ever built from a started game's stored config and log
             raise KeyError(self.game_id)
         commands = await self.store.commands(self.game_id)
         game = rerun(GameConfig.from_dict(row.config), [c for _, _, c in commands])

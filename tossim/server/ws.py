@@ -34,6 +34,7 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 REPLY_TIMEOUT = 5.0
 AUTH_TIMEOUT = 10.0
+LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
 MAX_TOKEN = 200
 TOKEN_IN_URL = ('a token never travels in the URL: send {"type": "auth", "token": ...} '
                 'as the first message')
@@ -167,9 +168,13 @@ class Connection:
             await self.ws.accept()
         hub = self.ws.app.state.mirrors
         try:
+            if not await self._until_started():
+                return
             mirror = await hub.acquire(self.game_id)
         except KeyError:
             await self.ws.close(code=CLOSE_NOT_FOUND, reason="no such game")
+            return
+        except (WebSocketDisconnect, RuntimeError):  # gone while waiting for the start
             return
         try:
             assert mirror.game is not None
@@ -186,6 +191,39 @@ class Connection:
             pass
         finally:
             await hub.release(mirror)
+
+    async def _until_started(self) -> bool:
+        """Wait (answering pings) until the game has started: a seat may
+        connect from the lobby page, and its view must come from the started
+        game in the store, never from the lobby's config (whose players have
+        no names yet). False if the client left first."""
+        store = self.ws.app.state.store
+        receiving: asyncio.Task[Any] | None = None
+        try:
+            while True:
+                row = await store.get_game(self.game_id)
+                if row is None:
+                    raise KeyError(self.game_id)
+                if row.status != "lobby":
+                    return True
+                if receiving is None:
+                    receiving = asyncio.create_task(self.ws.receive())
+                done, _ = await asyncio.wait({receiving}, timeout=LOBBY_POLL)
+                if not done:
+                    continue
+                frame, receiving = receiving.result(), None
+                if frame["type"] == "websocket.disconnect":
+                    return False
+                text = frame.get("text") or ""
+                kind = "ping" if '"ping"' in text[:100] else None
+                await self.send({"type": "pong", "version": 0} if kind else
+                                {"type": "error", "version": 0,
+                                 "error": "the game has not started yet"})
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await receiving
 
     # ---- server -> client ---------------------------------------------------------------
     async def _follow(self, mirror: GameMirror) -> None:
