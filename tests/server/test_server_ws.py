@@ -66,7 +66,10 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
             assert set(e) == PROJECTED_KEYS
         await quiet(ws)
         before = await snapshot(server, game_id)
-        version = before[0]
+        # the seat's own sequence (tossim.server.sequence): its role card
+        # counts, the others' do not
+        version = max(m["version"] for m in ws.messages if m["type"] == "events")
+        assert version == len(ws.events())
 
         # a legal command: its event arrives, verbatim, and is stored
         text = "<script>alert('hi')</script> & <b>bold</b> \"quoted\" é ✓"
@@ -78,7 +81,8 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
         assert event["data"] == {"author": 1, "text": text}
         assert event["text"] == f"Alice: {text}"
         replay = (await server.client.get(f"/api/games/{game_id}/replay")).json()
-        assert replay["events"][-1] == event
+        # the public replay numbers in the public sequence
+        assert {**replay["events"][-1], "v": 0} == {**event, "v": 0}
         stored = await server.store.commands(game_id)
         assert stored[-1][1:] == ("seat:1", {"type": "chat", "actor": 1, "text": text,
                                              "channel": None})
@@ -111,7 +115,8 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
             assert (await spec.recv())["type"] == "hello"
             pub = await spec.recv_type("events")
             assert pub["state"]["you"] is None and pub["state"]["legal"] == []
-            assert pub["events"][-1] == event
+            # the same event, numbered in the public sequence (no role card)
+            assert pub["events"][-1] == {**event, "v": event["v"] - 1}
             await spec.send({"type": "command", "command": {"type": "chat", "text": "hi"}})
             err = await spec.recv_type("error")
             assert "spectator" in err["error"]
@@ -174,8 +179,10 @@ async def test_delayed_omniscient_spectator(server_factory: ServerFactory) -> No
 
 
 def visible(game: Game, viewer: Viewer, since: int = 0) -> list[dict[str, Any]]:
-    return json.loads(json.dumps([project_event(e, viewer)
-                                  for e in visible_events(game, viewer, since)]))
+    """What `viewer` may see after `since`, numbered in its own sequence."""
+    shown = [{**project_event(e, viewer), "v": n}
+             for n, e in enumerate(visible_events(game, viewer), 1)]
+    return json.loads(json.dumps(shown[since:]))
 
 
 async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerFactory) -> None:
@@ -197,7 +204,8 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     assert second and second[0]["v"] > v
     got = first + second
     versions = [e["v"] for e in got]
-    assert versions == sorted(set(versions)), "versions strictly increase"
+    # the seat's own sequence: no gap where a hidden event was
+    assert versions == list(range(1, len(versions) + 1))
 
     # the union is what a fresh connection sees
     async with server.seat_connect(game_id, token) as fresh:
@@ -213,11 +221,11 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     # a resume message on an open connection re-sends exactly the tail after since
     async with server.seat_connect(game_id, token) as ws3:
         await ws3.until(finished)
-        for since in (v, game.version - 1, 0):
+        for since in (v, len(full) - 1, 0):
             await ws3.send({"type": "resume", "since": since})
             msg = await ws3.recv_type("events")
             assert msg["events"] == visible(game, Viewer.player(1), since)
-            assert msg["version"] == game.version
+            assert msg["version"] == len(full)
 
 
 # --- leaks ---------------------------------------------------------------------------
@@ -276,8 +284,23 @@ class SocketLeakCheck:
             for e in msg["events"]:
                 self.check_event(slot, who, e)
 
+    def raw_event(self, viewer: Viewer, who: str, pe: dict[str, Any]) -> Any:
+        """The game's event a projected one stands for: events are numbered in
+        the viewer's own sequence, so the n-th event this viewer may see; one
+        that is not that event (a hidden one sent instead) is a failure."""
+        seen = visible_events(self.game, viewer)
+        if not 1 <= pe["v"] <= len(seen):
+            self.fail(who, f"event numbered {pe['v']} beyond its {len(seen)} visible ones")
+            return None
+        raw = seen[pe["v"] - 1]
+        if pe["key"] != raw.key or pe["data"] != json.loads(json.dumps(raw.data)):
+            self.fail(who, f"its event {pe['v']} ({pe['key']}) is not the stored {raw.key}")
+        return raw
+
     def check_event(self, slot: int, who: str, pe: dict[str, Any]) -> None:
-        raw = self.game.events[pe["v"] - 1]
+        raw = self.raw_event(Viewer.player(slot), who, pe)
+        if raw is None:
+            return
         self.coverage[raw.key] = self.coverage.get(raw.key, 0) + 1
         if set(pe) != PROJECTED_KEYS:
             self.fail(who, f"{raw.key} carries {sorted(set(pe) - PROJECTED_KEYS)}")
@@ -307,8 +330,8 @@ class SocketLeakCheck:
                         self.fail("public", f"v{msg['version']} sees living player "
                                             f"{entry['slot']}'s role")
             for pe in msg["events"]:
-                raw = self.game.events[pe["v"] - 1]
-                if raw.audience.kind != "public" or set(pe) != PROJECTED_KEYS:
+                raw = self.raw_event(PUBLIC_VIEWER, "public", pe)
+                if raw is not None and raw.audience.kind != "public" or set(pe) != PROJECTED_KEYS:
                     self.fail("public", f"sees {raw.key} ({raw.audience.kind})")
 
 
@@ -366,14 +389,14 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
 
     server = await server_factory(time_scale=100.0)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
-    await wait_game(server.client, game_id, lambda s: s["version"] > 10)
+    await wait_game(server.client, game_id, lambda s: s["version"] >= 2)  # public events
     await asyncio.sleep(0.5)  # the AI seats' Day 1 answers are in
     actor = server.app.state.actors.actors[game_id]
-    original = ws_module.Connection.send
+    original = ws_module.Connection.send_raw
     armed = [True]
 
-    async def send(self: Any, message: dict[str, Any]) -> None:
-        if armed[0] and message["type"] == "events":
+    async def send(self: Any, message: str) -> None:
+        if armed[0] and json.loads(message)["type"] == "events":
             armed[0] = False
             mirror = server.app.state.mirrors.mirrors[game_id]
             target = mirror.game.version + 1
@@ -383,7 +406,7 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
                 await asyncio.sleep(0.01)
         await original(self, message)
 
-    monkeypatch.setattr(ws_module.Connection, "send", send)
+    monkeypatch.setattr(ws_module.Connection, "send_raw", send)
     async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         first = await ws.recv_type("events")

@@ -26,6 +26,7 @@ from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
 from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, ActorHub
+from tossim.server.sequence import renumber, seq_at
 from tossim.server.settings import Settings
 from tossim.store import ConflictError, GameRow, SeatRow, Store
 
@@ -245,10 +246,14 @@ def parse_viewer_param(text: str, players: int) -> Viewer:
 async def summary(store: Store, game_id: str) -> dict[str, Any]:
     row = await get_row(store, game_id)
     out = lobby_out(row)
-    out.update({"day": row.day, "phase": row.phase, "version": row.version,
+    out.update({"day": row.day, "phase": row.phase, "version": 0,
                 "result": row.result, "winners": row.winners, "graveyard": []})
     if row.status in ("live", "finished"):
         game = await rebuild(store, game_id, row)
+        # a live game with human seats: the public sequence (the game's own
+        # version would count hidden events); otherwise the game's version
+        out["version"] = (game.version if privileged_allowed(row)
+                          else seq_at(game, PUBLIC_VIEWER, game.version))
         out["graveyard"] = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
         out["names"] = [p.name for p in game.players]
     # AI-written summaries of the public discussion of each finished day
@@ -267,8 +272,10 @@ async def replay(store: Store, game_id: str, viewer_text: str) -> dict[str, Any]
     config = dict(row.config)
     out: dict[str, Any] = {"format": LOG_FORMAT, "ruleset": row.ruleset or RULESET_VERSION,
                            "viewer": viewer.label(), "status": row.status,
-                           "events": [project_event(e, viewer)
-                                      for e in visible_events(game, viewer)]}
+                           # numbered in the viewer's own sequence, like its
+                           # websocket stream (tossim.server.sequence)
+                           "events": renumber([project_event(e, viewer)
+                                               for e in visible_events(game, viewer)], 1)}
     if viewer.kind == "omniscient":
         out["config"] = config
         out["seed"] = config["seed"]

@@ -17,6 +17,7 @@ from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel
 from tossim.server.mirror import GameMirror
 from tossim.server.names import strip_format
+from tossim.server.sequence import renumber, seq_at, version_at
 from tossim.server.service import (
     ServiceError,
     get_row,
@@ -146,11 +147,15 @@ class Connection:
         self.viewer = viewer
         self.slot = seat_slot
         self.delay = delay
-        # the last version this client has: a reconnecting client passes it
-        # (seat: in its auth message; spectator: ?since=v), so the first push
-        # is exactly the missing tail
-        self.sent = max(0, since)
+        # The last event this client has, in its own sequence (see
+        # tossim.server.sequence): a reconnecting client passes it (seat: in
+        # its auth message; spectator: ?since=v), so the first push is exactly
+        # the missing tail. `sent` is the same point as a game version.
+        self.since = max(0, since)
+        self.seq = 0
+        self.sent = 0
         self.sent_deadline: float | None = None
+        self.sent_state: dict[str, Any] | None = None
         self.wake = asyncio.Event()
         self.send_lock = asyncio.Lock()
         settings = ws.app.state.settings
@@ -160,8 +165,12 @@ class Connection:
         self.recent: list[float] = []
 
     async def send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(json.dumps(message, separators=(",", ":")))
+
+    async def send_raw(self, text: str) -> None:
+        """Send a message already serialised (pushes are, once for many sockets)."""
         async with self.send_lock:
-            await self.ws.send_text(json.dumps(message, separators=(",", ":")))
+            await self.ws.send_text(text)
 
     async def run(self) -> None:
         if self.ws.application_state == WebSocketState.CONNECTING:
@@ -178,8 +187,13 @@ class Connection:
             return
         try:
             assert mirror.game is not None
+            game = mirror.game
+            cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
+            self.sent = min(version_at(game, self.viewer, self.since), cap)
+            self.seq = seq_at(game, self.viewer, self.sent)
             await self.send({"type": "hello", "game_id": self.game_id,
-                             "viewer": self.viewer.label(), "version": mirror.game.version})
+                             "viewer": self.viewer.label(),
+                             "version": seq_at(game, self.viewer, cap)})
             sender = asyncio.create_task(self._follow(mirror))
             try:
                 await self._receive(mirror)
@@ -228,48 +242,66 @@ class Connection:
     # ---- server -> client ---------------------------------------------------------------
     async def _follow(self, mirror: GameMirror) -> None:
         first = True
-        assert mirror.game is not None
-        self.sent = min(self.sent, mirror.game.version)
-        while True:
-            # taken before the state is read, so that a change while the push
-            # below is being sent still wakes this loop
-            change = mirror.changed
-            game = mirror.game
-            assert game is not None
-            cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
-            # push new events, and a new phase deadline even without events
-            if first or cap > self.sent or (
-                    not self.delay and mirror.deadline != self.sent_deadline):
-                first = False
-                await self._push(mirror, cap)
-            waits = {asyncio.create_task(change.wait()), asyncio.create_task(self.wake.wait())}
-            try:
-                await asyncio.wait(waits, timeout=1.0 if self.delay else None,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                # also when this sender is cancelled (the socket closed): a
-                # waiter left pending was later destroyed with "Task was
-                # destroyed but it is pending!" in the log
-                for t in waits:
-                    t.cancel()
-            self.wake.clear()
+        mirror.listeners.add(self.wake)
+        try:
+            while True:
+                # cleared before the state is read, so that a change while the
+                # push below is being sent still wakes this loop
+                self.wake.clear()
+                game = mirror.game
+                assert game is not None
+                cap = (game.version if not self.delay
+                       else mirror.version_at(time.time() - self.delay))
+                # push new events, and a new phase deadline even without events
+                if first or cap > self.sent or (
+                        not self.delay and mirror.deadline != self.sent_deadline):
+                    await self._push(mirror, cap, first)
+                    first = False
+                if self.delay:  # the delayed present moves on by itself
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), 1.0)
+                else:
+                    await self.wake.wait()
+        finally:
+            mirror.listeners.discard(self.wake)
 
-    async def _push(self, mirror: GameMirror, cap: int) -> None:
+    async def _push(self, mirror: GameMirror, cap: int, first: bool) -> None:
+        """Send what this viewer has not seen up to game version `cap`: its
+        events, numbered in its own sequence, and its state. Nothing at all
+        when neither changed: a message for a hidden event would tell the
+        viewer that something happened. The message is built once per viewer
+        class and point (`mirror.pushes`) and shared by all such sockets."""
+        key = (self.viewer.label(), self.sent, cap, mirror.deadline, bool(self.delay))
+        entry = mirror.pushes.get(key)
+        if entry is None:
+            entry = self._build(mirror, cap)
+            mirror.pushes[key] = entry
+        count, state, text = entry
+        self.sent = cap
+        self.sent_deadline = mirror.deadline
+        if not (first or count or state != self.sent_state):
+            return
+        self.seq += count
+        self.sent_state = state
+        await self.send_raw(text)
+
+    def _build(self, mirror: GameMirror, cap: int) -> tuple[int, Any, str]:
         game = mirror.game
         assert game is not None
         v = view(game, self.viewer, since=self.sent)
-        events = [e for e in v.events if e["v"] <= cap]
-        message: dict[str, Any] = {"type": "events", "version": cap, "events": events,
-                                   "published_at": mirror.published_at}
+        events = renumber([e for e in v.events if e["v"] <= cap], self.seq + 1)
+        state: dict[str, Any] | None = None
         if not self.delay:  # a delayed spectator must not see the present state
-            message["state"] = {
+            state = {
                 "day": v.day, "phase": v.phase, "phase_seq": v.phase_seq,
                 "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
                 "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
                 "result": v.result, "winners": v.winners}
-        self.sent = cap
-        self.sent_deadline = mirror.deadline
-        await self.send(message)
+        message: dict[str, Any] = {"type": "events", "version": self.seq + len(events),
+                                   "events": events, "published_at": mirror.published_at}
+        if state is not None:
+            message["state"] = state
+        return len(events), state, json.dumps(message, separators=(",", ":"))
 
     # ---- client -> server ---------------------------------------------------------------
     async def _receive(self, mirror: GameMirror) -> None:
@@ -278,7 +310,7 @@ class Connection:
             if frame["type"] == "websocket.disconnect":
                 raise WebSocketDisconnect(frame.get("code", 1000), frame.get("reason"))
             text = frame.get("text")
-            version = mirror.game.version if mirror.game else 0
+            version = self.seq  # the viewer's own sequence, never the game's
             problem = self._too_much(text if text is not None else frame.get("bytes") or b"")
             if problem is None and text is None:
                 problem = "messages are JSON text, not binary frames"
@@ -305,7 +337,11 @@ class Connection:
                     await self.send({"type": "error", "version": version,
                                      "error": "resume needs since: a version number"})
                     continue
-                self.sent = min(since, version)
+                assert mirror.game is not None
+                self.since = min(since, self.seq)
+                self.sent = version_at(mirror.game, self.viewer, self.since)
+                self.seq = seq_at(mirror.game, self.viewer, self.sent)
+                self.sent_state = None  # the answer carries the state again
                 self.wake.set()
             elif kind == "command":
                 await self._command(msg.get("command"), version)
