@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     chat_limit_messages: int = 8
     chat_limit_seconds: float = 10.0
     max_sockets_per_seat: int = 4
+    # permessage-deflate on websockets. Off by default: a message is
+    # serialised once for all its spectators, but compressed once per socket
+    # (each has its own compression context), which was most of the server's
+    # CPU with 1,000 spectators of one game; the messages are small.
+    ws_compression: bool = False
     # HTTP request bodies over this many bytes are answered 413 unread.
     max_body_bytes: int = 16384
     # Phase lengths are multiplied by this (tests use small values).
