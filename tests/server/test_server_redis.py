@@ -60,8 +60,10 @@ async def test_spectator_on_another_process_follows_the_game(
     omni = (await a.client.get(f"/api/games/{game_id}/replay",
                                params={"viewer": "omniscient"})).json()
     game = rerun(GameConfig.from_dict(omni["config"]), omni["commands"])
-    assert got == json.loads(json.dumps([project_event(e, PUBLIC_VIEWER)
-                                         for e in visible_events(game, PUBLIC_VIEWER)]))
+    # numbered in the public viewer's own sequence
+    assert got == json.loads(json.dumps([{**project_event(e, PUBLIC_VIEWER), "v": n}
+                                         for n, e in enumerate(
+                                             visible_events(game, PUBLIC_VIEWER), 1)]))
     assert pushes[-1]["state"]["result"] == game.result
 
 

@@ -177,7 +177,8 @@ class Connection:
             await self.ws.accept()
         hub = self.ws.app.state.mirrors
         try:
-            if not await self._until_started():
+            # (spectators are refused in the lobby by watch_socket already)
+            if self.slot is not None and not await self._until_started():
                 return
             mirror = await hub.acquire(self.game_id)
         except KeyError:
