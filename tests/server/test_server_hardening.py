@@ -124,9 +124,13 @@ async def test_tokens_never_reach_the_log(
             await ws.send(hello)
             await ws.recv()
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+    # a token in an HTTP URL is blanked from the access line too
+    assert (await c.get(f"/api/games/{game_id}?token={tokens[0]}")).status_code == 200
     await proc.stop()
     log = proc.output()
     assert f"WebSocket /ws/games/{game_id}" in log and "/ws/workers" in log  # lines logged
+    assert f"GET /api/games/{game_id}?token=[redacted]" in log
+    assert "Logging error" not in log
     assert "token=[redacted]" in log
     for token in (*tokens, worker_token, secret):
         assert token not in log

@@ -101,12 +101,18 @@ class RedactSecrets(logging.Filter):
     refused, so a client that puts a token in a URL must not get it logged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if "=" in text:
-            clean = _SECRET_IN_URL.sub(r"\1[redacted]", text)
-            if clean != text:
-                record.msg, record.args = clean, ()
+        # redact in place, keeping the arguments' shape (uvicorn's access
+        # formatter unpacks exactly five of them)
+        if isinstance(record.msg, str) and "=" in record.msg:
+            record.msg = _redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact(a) if isinstance(a, str) and "=" in a else a
+                                for a in record.args)
         return True
+
+
+def _redact(text: str) -> str:
+    return _SECRET_IN_URL.sub(r"\1[redacted]", text)
 
 
 def redact_logs() -> None:
