@@ -363,3 +363,30 @@ async def test_seat_socket_before_the_start_shows_the_stored_names(
     for e in shown:  # every event a viewer got says what the stored log says
         assert said(e) in stored, e
     assert sum('"Alice"' in said(e)[2] for e in shown) >= 3  # game.start, for each
+
+
+# --- no side channel in versions -----------------------------------------------------
+
+
+async def test_hidden_events_leave_no_trace_in_a_stream(server_factory: ServerFactory) -> None:
+    """A Town seat's point of view of a whole game: its events are numbered
+    1, 2, 3 ... with no gap where the Mafia chose or chatted at night, and no
+    message arrives that shows nothing new (its arrival would tell)."""
+    server = await server_factory(pace=0.01)
+    r = await server.client.post("/api/lobbies", json={"players": 7, "speed": "paced",
+                                                       "seed": 12})
+    game_id = r.json()["id"]
+    town = next(p.slot for p in new_game(GameConfig(players=7, seed=12)).players
+                if p.role in PLAIN_TOWN)
+    assert (await server.client.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+    async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={town}") as ws:
+        await ws.until(lambda m: m["type"] == "events"
+                       and m["state"]["phase"] == "ended", timeout=120)
+    pushes = [m for m in ws.messages if m["type"] == "events"]
+    numbers = [e["v"] for e in ws.events()]
+    assert numbers == list(range(1, len(numbers) + 1))
+    for before, after in zip(pushes, pushes[1:], strict=False):
+        assert after["version"] == before["version"] + len(after["events"])
+        assert after["events"] or after["state"] != before["state"], after
+    game = await server.store.events(game_id)
+    assert len(game) > len(numbers)  # there were hidden events to hide
