@@ -414,15 +414,17 @@ def event_latencies(specs: list[_Spectator]) -> list[float]:
     `published_at` is only that of the newest batch it carries. The batches
     of a game are learnt from all its spectators' messages (a message's
     version ends a batch); where every spectator got a batch merged with a
-    later one, the later one's time is used, so this is a lower bound."""
-    batches: dict[int, dict[int, float]] = {}
+    later one, the later one's time is used, so this is a lower bound.
+    Versions count in each viewer's own sequence, so batches are learnt per
+    game and viewer."""
+    batches: dict[tuple[int, str], dict[int, float]] = {}
     for s in specs:
-        known = batches.setdefault(s.game, {})
+        known = batches.setdefault((s.game, s.viewer), {})
         for _received, published, version, _vs, _counted in s.log:
             known[version] = min(published, known.get(version, published))
     out: list[float] = []
     for s in specs:
-        known = batches[s.game] if s.log else {}
+        known = batches[(s.game, s.viewer)] if s.log else {}
         ends = sorted(known)
         for received, _published, _version, vs, counted in s.log:
             if not counted:

@@ -232,9 +232,12 @@ def serve(
     if demo:
         typer.echo(f"ToSSim: watch the demo match at http://{host}:{port}/ "
                    f"(API docs: http://{host}:{port}/docs)")
+    from tossim.server.limits import bounded_http_protocol
+
     server_app = create_app(settings)
     tune_gc()
-    uvicorn.run(server_app, host=host, port=port, log_level="info")
+    uvicorn.run(server_app, host=host, port=port, log_level="info",
+                http=bounded_http_protocol(), ws_per_message_deflate=settings.ws_compression)
 
 
 @app.command()

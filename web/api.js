@@ -77,6 +77,7 @@ const SILENCE_LIMIT_MS = 50000;
 /**
  * A game websocket that reconnects with backoff and resumes by version.
  *
+ * - A seat's token goes in the first message, `{type: "auth", token, since}`.
  * - A reconnect asks for `?since=lastVersion`, so the server sends exactly
  *   the events after the last version it delivered (the first connection gets
  *   everything the viewer may see).
@@ -91,7 +92,13 @@ const SILENCE_LIMIT_MS = 50000;
  */
 export class GameSocket {
   constructor(path, handlers) {
-    this.path = path;
+    // A seat token never travels in the URL (access logs, proxies, history):
+    // it is taken out of the path and sent as the first message once open.
+    const [base, query = ""] = path.split("?");
+    const params = new URLSearchParams(query);
+    this.token = params.get("token") || handlers.token || null;
+    params.delete("token");
+    this.path = params.toString() ? `${base}?${params}` : base;
     this.h = handlers;
     this.ws = null;
     this.lastVersion = 0;
@@ -118,6 +125,9 @@ export class GameSocket {
     this.ws = ws;
     ws.onopen = () => {
       if (ws !== this.ws) return;
+      if (this.token) {
+        ws.send(JSON.stringify({ type: "auth", token: this.token, since: this.lastVersion }));
+      }
       this.lastHeard = Date.now();
       this.startPing();
     };

@@ -30,6 +30,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_client_connect
 
 from tossim.engine import GameConfig, new_game
+from tossim.server.limits import bounded_http_protocol
 from tossim.server.settings import Settings
 
 PG_URL = os.environ.get("TOSSIM_TEST_POSTGRES_URL",
@@ -124,7 +125,8 @@ class Server:
         self.port = int(self.sock.getsockname()[1])
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20,
+                                http=bounded_http_protocol())
         self.uvicorn = _Uvicorn(config)
         self.task: asyncio.Task[None] | None = None
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
@@ -160,6 +162,10 @@ class Server:
 
     def ws_connect(self, path: str, **kw: Any) -> Any:
         return ws_connect(self.ws_base + path, **kw)
+
+    def seat_connect(self, game_id: str, token: str, since: int | None = None,
+                     **kw: Any) -> Any:
+        return seat_connect(self.ws_base, game_id, token, since, **kw)
 
 
 ServerFactory = Callable[..., Awaitable[Server]]
@@ -217,6 +223,19 @@ async def ws_connect(url: str, **kw: Any) -> AsyncIterator[WS]:
     async with ws_client_connect(url, max_size=None, open_timeout=WAIT,
                                  close_timeout=5, **kw) as conn:
         yield WS(conn)
+
+
+@asynccontextmanager
+async def seat_connect(ws_base: str, game_id: str, token: str, since: int | None = None,
+                       **kw: Any) -> AsyncIterator[WS]:
+    """A seat's socket: the token (and `since`) go in the first message,
+    never in the URL."""
+    async with ws_connect(f"{ws_base}/ws/games/{game_id}", **kw) as ws:
+        auth: dict[str, Any] = {"type": "auth", "token": token}
+        if since is not None:
+            auth["since"] = since
+        await ws.send(auth)
+        yield ws
 
 
 def finished(msg: dict[str, Any]) -> bool:
@@ -331,6 +350,10 @@ class ServeProcess:
     def ws_connect(self, path: str, **kw: Any) -> Any:
         return ws_connect(self.ws_base + path, **kw)
 
+    def seat_connect(self, game_id: str, token: str, since: int | None = None,
+                     **kw: Any) -> Any:
+        return seat_connect(self.ws_base, game_id, token, since, **kw)
+
 
 # --- games with a human seat ---------------------------------------------------------
 
@@ -338,22 +361,27 @@ PLAIN_TOWN = {"sheriff", "investigator", "doctor", "lookout", "escort", "vigilan
               "bodyguard", "spy", "transporter", "veteran"}
 
 
-def seed_with_role(players: int, slot: int, roles: set[str]) -> int:
-    """A seed whose deal gives `slot` one of `roles`."""
-    for seed in range(1000):
-        if new_game(GameConfig(players=players, seed=seed)).player(slot).role in roles:
-            return seed
-    raise AssertionError("no such seed")
+def deals(players: int, slot: int, roles: set[str], seed: int) -> bool:
+    """Whether `seed` deals `slot` one of `roles`."""
+    return new_game(GameConfig(players=players, seed=seed)).player(slot).role in roles
 
 
 async def human_game(server: Server, *, players: int = 7, slot: int = 1,
-                     seed: int | None = None, name: str = "Alice") -> tuple[str, str]:
-    """A started standard-speed game with one joined human seat: (game id, token)."""
+                     roles: set[str] | None = None, name: str = "Alice",
+                     **lobby: Any) -> tuple[str, str]:
+    """A started standard-speed game with one joined human seat: (game id, token).
+    With `roles`, lobbies are made until the server's (secret) deal gives the
+    human one of them: the test reads the dealt seed from the store."""
     c = server.client
-    body: dict[str, Any] = {"players": players, "seats": [{"slot": slot, "kind": "human"}]}
-    if seed is not None:
-        body["seed"] = seed
-    game_id = await create_game(c, start=False, **body)
+    body: dict[str, Any] = {"players": players, "seats": [{"slot": slot, "kind": "human"}],
+                            **lobby}
+    for _ in range(200):
+        game_id = await create_game(c, start=False, **body)
+        row = await server.store.get_game(game_id)
+        if roles is None or deals(players, slot, roles, row.config["seed"]):
+            break
+    else:
+        raise AssertionError(f"no deal gave seat {slot} one of {sorted(roles or ())}")
     r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
     assert r.status_code == 200, r.text
     r2 = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))

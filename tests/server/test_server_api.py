@@ -263,7 +263,8 @@ async def test_replay_views_and_access(server_factory: ServerFactory) -> None:
                         ("7", Viewer.player(7))]:
         body = (await replay(fast_id, viewer)).json()
         assert body["events"] == json.loads(json.dumps(
-            [project_event(e, who) for e in visible_events(game, who)]))
+            [{**project_event(e, who), "v": n}  # in the viewer's own sequence
+             for n, e in enumerate(visible_events(game, who), 1)]))
         assert body["commands"] == [] and body["seed"] is None
         assert all("to" not in e and "secret" not in e for e in body["events"])
     p2 = [e["v"] for e in (await replay(fast_id, "2")).json()["events"]]

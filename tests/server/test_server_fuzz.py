@@ -18,7 +18,6 @@ from .support import (
     ServerFactory,
     human_game,
     quiet,
-    seed_with_role,
     snapshot,
 )
 
@@ -137,26 +136,28 @@ async def send_and_expect_error(ws: WS, message: str | bytes) -> dict[str, Any]:
 
 async def test_malformed_messages_change_nothing(server_factory: ServerFactory) -> None:
     # no rate limit here (floods have their own test); Day 1 lasts 25 minutes
-    server = await server_factory(time_scale=100.0, rate_limit_messages=1_000_000)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
+    server = await server_factory(time_scale=100.0, rate_limit_messages=1_000_000,
+                                  chat_limit_messages=1_000_000)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
     messages = malformed_messages(random.Random(1234), server.settings.max_message_bytes)
     assert len(messages) > 350
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         await quiet(ws)  # the AI seats' Day 1 chat
         before = await snapshot(server, game_id)
         replies = []
         for message in messages:
             replies.append(await send_and_expect_error(ws, message))
-        assert {r["version"] for r in replies} == {before[0]}
+        # versions count in the seat's own sequence (the last events it got)
+        seen = max(m["version"] for m in ws.messages if m["type"] == "events")
+        assert {r["version"] for r in replies} == {seen}
         faults = {r.get("fault") for r in replies}
         assert {"intention", "premise", "parameter"} <= faults
         assert any(r.get("candidates") for r in replies)
         assert await snapshot(server, game_id) == before
         # still usable: ping, and a legal command goes through
         await ws.send({"type": "ping"})
-        assert (await ws.recv()) == {"type": "pong", "version": before[0]}
+        assert (await ws.recv()) == {"type": "pong", "version": seen}
         await ws.send({"type": "command", "command": {"type": "chat", "text": "still here"}})
         msg = await ws.recv_type("events")
         assert [e["data"] for e in msg["events"]] == [{"author": 1, "text": "still here"}]
@@ -179,9 +180,8 @@ async def test_flood_is_rate_limited(server_factory: ServerFactory) -> None:
     window = 3.0
     server = await server_factory(time_scale=100.0, rate_limit_messages=10,
                                   rate_limit_seconds=window)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         await quiet(ws)
         before = await snapshot(server, game_id)

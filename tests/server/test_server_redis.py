@@ -60,8 +60,10 @@ async def test_spectator_on_another_process_follows_the_game(
     omni = (await a.client.get(f"/api/games/{game_id}/replay",
                                params={"viewer": "omniscient"})).json()
     game = rerun(GameConfig.from_dict(omni["config"]), omni["commands"])
-    assert got == json.loads(json.dumps([project_event(e, PUBLIC_VIEWER)
-                                         for e in visible_events(game, PUBLIC_VIEWER)]))
+    # numbered in the public viewer's own sequence
+    assert got == json.loads(json.dumps([{**project_event(e, PUBLIC_VIEWER), "v": n}
+                                         for n, e in enumerate(
+                                             visible_events(game, PUBLIC_VIEWER), 1)]))
     assert pushes[-1]["state"]["result"] == game.result
 
 
@@ -77,7 +79,7 @@ async def test_seat_on_another_process_plays(
     assert r.status_code == 200, r.text
     assert (await a.client.get("/api/health")).json()["live_games"] == 1
 
-    async with b.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    async with b.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         state: dict[str, Any] = (await ws.recv_type("events"))["state"]
         while state["deadline"] is None:  # B's mirror asked A's actor for it

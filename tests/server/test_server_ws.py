@@ -31,7 +31,6 @@ from .support import (
     human_game,
     is_finished,
     quiet,
-    seed_with_role,
     snapshot,
     wait_game,
 )
@@ -42,9 +41,8 @@ STATE_KEYS = {"day", "phase", "phase_seq", "deadline", "roster", "you", "legal",
 async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
     # time_scale 100: Day 1 lasts 25 minutes, so the game waits for us
     server = await server_factory(time_scale=100.0)
-    seed = seed_with_role(7, 1, PLAIN_TOWN)
-    game_id, token = await human_game(server, seed=seed)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
+    async with server.seat_connect(game_id, token) as ws:
         hello = await ws.recv()
         assert hello["type"] == "hello" and hello["game_id"] == game_id
         assert hello["viewer"] == "player 1" and isinstance(hello["version"], int)
@@ -68,7 +66,10 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
             assert set(e) == PROJECTED_KEYS
         await quiet(ws)
         before = await snapshot(server, game_id)
-        version = before[0]
+        # the seat's own sequence (tossim.server.sequence): its role card
+        # counts, the others' do not
+        version = max(m["version"] for m in ws.messages if m["type"] == "events")
+        assert version == len(ws.events())
 
         # a legal command: its event arrives, verbatim, and is stored
         text = "<script>alert('hi')</script> & <b>bold</b> \"quoted\" é ✓"
@@ -80,7 +81,8 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
         assert event["data"] == {"author": 1, "text": text}
         assert event["text"] == f"Alice: {text}"
         replay = (await server.client.get(f"/api/games/{game_id}/replay")).json()
-        assert replay["events"][-1] == event
+        # the public replay numbers in the public sequence
+        assert {**replay["events"][-1], "v": 0} == {**event, "v": 0}
         stored = await server.store.commands(game_id)
         assert stored[-1][1:] == ("seat:1", {"type": "chat", "actor": 1, "text": text,
                                              "channel": None})
@@ -113,16 +115,21 @@ async def test_seat_socket_flow(server_factory: ServerFactory) -> None:
             assert (await spec.recv())["type"] == "hello"
             pub = await spec.recv_type("events")
             assert pub["state"]["you"] is None and pub["state"]["legal"] == []
-            assert pub["events"][-1] == event
+            # the same event, numbered in the public sequence (no role card)
+            assert pub["events"][-1] == {**event, "v": event["v"] - 1}
             await spec.send({"type": "command", "command": {"type": "chat", "text": "hi"}})
             err = await spec.recv_type("error")
             assert "spectator" in err["error"]
         assert await snapshot(server, game_id) == before
 
 
-async def expect_close(server: Server, path: str, code: int) -> None:
+async def expect_close(server: Server, path: str, code: int,
+                       first: dict[str, Any] | None = None) -> None:
+    """The socket at `path` (sending `first` once open) is closed with `code`."""
     try:
         async with server.ws_connect(path) as ws:
+            if first is not None:
+                await ws.send(first)
             await ws.recv(WAIT)
             await ws.recv(WAIT)
     except ConnectionClosed as exc:
@@ -137,9 +144,17 @@ async def expect_close(server: Server, path: str, code: int) -> None:
 async def test_refusals_have_close_codes(server: Server) -> None:
     game_id, token = await human_game(server, slot=2)
     lobby = await create_game(server.client, start=False, players=7)
-    await expect_close(server, f"/ws/games/{game_id}?token=wrong", 4401)
-    await expect_close(server, f"/ws/games/{game_id}", 4401)
-    await expect_close(server, f"/ws/games/{lobby}?token={token}", 4401)  # another game's
+    seat = f"/ws/games/{game_id}"
+    await expect_close(server, seat, 4401, {"type": "auth", "token": "wrong"})
+    await expect_close(server, seat, 4401, {"type": "auth"})
+    await expect_close(server, seat, 4401, {"type": "auth", "token": ["x"]})
+    await expect_close(server, seat, 4400, {"type": "auth", "token": "t" * 100_000})
+    await expect_close(server, f"/ws/games/{lobby}", 4401,  # another game's
+                       {"type": "auth", "token": token})
+    # the first message must be the auth; a token in the URL is refused outright
+    await expect_close(server, seat, 4400, {"type": "ping"})
+    await expect_close(server, seat, 4400, {"type": "auth", "token": token, "since": "x"})
+    await expect_close(server, f"{seat}?token={token}", 4400)
     # a live game with a human seat: no omniscient or player view for spectators
     await expect_close(server, f"/ws/games/{game_id}/watch?viewer=omniscient", 4403)
     await expect_close(server, f"/ws/games/{game_id}/watch?viewer=3", 4403)
@@ -164,8 +179,10 @@ async def test_delayed_omniscient_spectator(server_factory: ServerFactory) -> No
 
 
 def visible(game: Game, viewer: Viewer, since: int = 0) -> list[dict[str, Any]]:
-    return json.loads(json.dumps([project_event(e, viewer)
-                                  for e in visible_events(game, viewer, since)]))
+    """What `viewer` may see after `since`, numbered in its own sequence."""
+    shown = [{**project_event(e, viewer), "v": n}
+             for n, e in enumerate(visible_events(game, viewer), 1)]
+    return json.loads(json.dumps(shown[since:]))
 
 
 async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerFactory) -> None:
@@ -173,25 +190,25 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     it receives exactly the missing events (no gap, no duplicate)."""
     server = await server_factory(time_scale=0.01)
     game_id, token = await human_game(server, players=7, seed=3)
-    path = f"/ws/games/{game_id}?token={token}"
-    async with server.ws_connect(path) as ws:
+    async with server.seat_connect(game_id, token) as ws:
         await ws.until(lambda m: m["type"] == "events" and m["version"] >= 40)
         first = ws.events()
     v = max(e["v"] for e in first)
     await wait_game(server.client, game_id, lambda s: s["version"] > v + 20 or is_finished(s))
 
-    # resume in the URL: the first push starts after v
-    async with server.ws_connect(path + f"&since={v}") as ws2:
+    # resume in the auth message: the first push starts after v
+    async with server.seat_connect(game_id, token, since=v) as ws2:
         assert (await ws2.recv())["type"] == "hello"
         await ws2.until(finished)
         second = ws2.events()
     assert second and second[0]["v"] > v
     got = first + second
     versions = [e["v"] for e in got]
-    assert versions == sorted(set(versions)), "versions strictly increase"
+    # the seat's own sequence: no gap where a hidden event was
+    assert versions == list(range(1, len(versions) + 1))
 
     # the union is what a fresh connection sees
-    async with server.ws_connect(path) as fresh:
+    async with server.seat_connect(game_id, token) as fresh:
         await fresh.until(finished)
         full = fresh.events()
     assert got == full
@@ -202,13 +219,13 @@ async def test_reconnect_gets_exactly_the_missing_events(server_factory: ServerF
     assert full == visible(game, Viewer.player(1))
 
     # a resume message on an open connection re-sends exactly the tail after since
-    async with server.ws_connect(path) as ws3:
+    async with server.seat_connect(game_id, token) as ws3:
         await ws3.until(finished)
-        for since in (v, game.version - 1, 0):
+        for since in (v, len(full) - 1, 0):
             await ws3.send({"type": "resume", "since": since})
             msg = await ws3.recv_type("events")
             assert msg["events"] == visible(game, Viewer.player(1), since)
-            assert msg["version"] == game.version
+            assert msg["version"] == len(full)
 
 
 # --- leaks ---------------------------------------------------------------------------
@@ -269,8 +286,23 @@ class SocketLeakCheck:
             for e in msg["events"]:
                 self.check_event(slot, who, e)
 
+    def raw_event(self, viewer: Viewer, who: str, pe: dict[str, Any]) -> Any:
+        """The game's event a projected one stands for: events are numbered in
+        the viewer's own sequence, so the n-th event this viewer may see; one
+        that is not that event (a hidden one sent instead) is a failure."""
+        seen = visible_events(self.game, viewer)
+        if not 1 <= pe["v"] <= len(seen):
+            self.fail(who, f"event numbered {pe['v']} beyond its {len(seen)} visible ones")
+            return None
+        raw = seen[pe["v"] - 1]
+        if pe["key"] != raw.key or pe["data"] != json.loads(json.dumps(raw.data)):
+            self.fail(who, f"its event {pe['v']} ({pe['key']}) is not the stored {raw.key}")
+        return raw
+
     def check_event(self, slot: int, who: str, pe: dict[str, Any]) -> None:
-        raw = self.game.events[pe["v"] - 1]
+        raw = self.raw_event(Viewer.player(slot), who, pe)
+        if raw is None:
+            return
         self.coverage[raw.key] = self.coverage.get(raw.key, 0) + 1
         if set(pe) != PROJECTED_KEYS:
             self.fail(who, f"{raw.key} carries {sorted(set(pe) - PROJECTED_KEYS)}")
@@ -300,8 +332,8 @@ class SocketLeakCheck:
                         self.fail("public", f"v{msg['version']} sees living player "
                                             f"{entry['slot']}'s role")
             for pe in msg["events"]:
-                raw = self.game.events[pe["v"] - 1]
-                if raw.audience.kind != "public" or set(pe) != PROJECTED_KEYS:
+                raw = self.raw_event(PUBLIC_VIEWER, "public", pe)
+                if raw is not None and raw.audience.kind != "public" or set(pe) != PROJECTED_KEYS:
                     self.fail("public", f"sees {raw.key} ({raw.audience.kind})")
 
 
@@ -358,17 +390,17 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
     from tossim.server import ws as ws_module
 
     server = await server_factory(time_scale=100.0)
-    game_id, token = await human_game(server, seed=seed_with_role(7, 1, PLAIN_TOWN))
-    await wait_game(server.client, game_id, lambda s: s["version"] > 0)
+    game_id, token = await human_game(server, roles=PLAIN_TOWN)
+    await wait_game(server.client, game_id, lambda s: s["version"] >= 2)  # public events
     # the AI seats answer at moments spread over the phase (minutes away at this
     # time scale): the game is quiet now
     await asyncio.sleep(0.5)
     actor = server.app.state.actors.actors[game_id]
-    original = ws_module.Connection.send
+    original = ws_module.Connection.send_raw
     armed = [True]
 
-    async def send(self: Any, message: dict[str, Any]) -> None:
-        if armed[0] and message["type"] == "events":
+    async def send(self: Any, message: str) -> None:
+        if armed[0] and json.loads(message)["type"] == "events":
             armed[0] = False
             mirror = server.app.state.mirrors.mirrors[game_id]
             target = mirror.game.version + 1
@@ -378,8 +410,8 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
                 await asyncio.sleep(0.01)
         await original(self, message)
 
-    monkeypatch.setattr(ws_module.Connection, "send", send)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as ws:
+    monkeypatch.setattr(ws_module.Connection, "send_raw", send)
+    async with server.seat_connect(game_id, token) as ws:
         assert (await ws.recv())["type"] == "hello"
         first = await ws.recv_type("events")
         assert all(e["data"].get("text") != "meanwhile" for e in first["events"])

@@ -21,7 +21,7 @@ import json
 import logging
 import socket
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -42,14 +42,14 @@ class WorkerRefused(RuntimeError):
     """The server will not take this worker (wrong token): retrying won't help."""
 
 
-def workers_url(server: str, token: str | None) -> str:
-    """ws(s)://host/ws/workers?token=… for a server's base URL (http, https, ws, wss)."""
+def workers_url(server: str) -> str:
+    """ws(s)://host/ws/workers for a server's base URL (http, https, ws, wss).
+    The token travels in the hello message, never in the URL (access logs)."""
     parts = urlsplit(server if "://" in server else f"http://{server}")
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
     if scheme not in ("ws", "wss") or not parts.netloc:
         raise ValueError(f"not a server URL: {server!r}")
-    query = f"token={quote(token, safe='')}" if token else ""
-    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/ws/workers", query, ""))
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/ws/workers", "", ""))
 
 
 class Worker:
@@ -57,7 +57,8 @@ class Worker:
 
     def __init__(self, server: str, backend_name: str, backend: Backend, *,
                  token: str | None = None, name: str | None = None) -> None:
-        self.url = workers_url(server, token)
+        self.url = workers_url(server)
+        self.token = token
         self.backend_name = backend_name
         self.backend = backend
         self.name = name or socket.gethostname()
@@ -83,7 +84,7 @@ class Worker:
                 raise
             except (OSError, ConnectionClosed, InvalidStatus, TimeoutError) as exc:
                 log.warning("worker: connection to %s lost or refused (%s); retrying in %.0f s",
-                            self.url.split("?")[0], exc, delay)
+                            self.url, exc, delay)
             finally:
                 self.connected.clear()
                 self.seats.clear()  # the server resends each seat's whole view
@@ -92,8 +93,11 @@ class Worker:
 
     async def serve(self, ws: ClientConnection) -> None:
         """One connection: hello, then answer requests until it closes."""
-        await ws.send(json.dumps({"type": "hello", "backends": [self.backend_name],
-                                  "name": self.name}))
+        hello: dict[str, Any] = {"type": "hello", "backends": [self.backend_name],
+                                 "name": self.name}
+        if self.token:
+            hello["token"] = self.token
+        await ws.send(json.dumps(hello))
         tasks: set[asyncio.Task[None]] = set()
         self.turns.clear()
         try:

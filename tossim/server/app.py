@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from tossim import __version__
 from tossim.server import service
 from tossim.server.bus import make_bus
+from tossim.server.limits import BodyLimit, SeatLimiter
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models
 from tossim.server.runner import ActorHub
@@ -89,8 +91,43 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 10)
 
 
+_SECRET_IN_URL = re.compile(r"((?:^|[?&;])(?:token|owner_token|key|secret)=)[^&\s\"' ]*",
+                            re.IGNORECASE)
+
+
+class RedactSecrets(logging.Filter):
+    """Blanks `token=...` (and the like) in log lines. Tokens never belong in a
+    URL (seats and workers send theirs in their first message, and a URL with
+    one is refused), but the access log is written before a request is
+    refused, so a client that puts a token in a URL must not get it logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # redact in place, keeping the arguments' shape (uvicorn's access
+        # formatter unpacks exactly five of them)
+        if isinstance(record.msg, str) and "=" in record.msg:
+            record.msg = _redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact(a) if isinstance(a, str) and "=" in a else a
+                                for a in record.args)
+        return True
+
+
+def _redact(text: str) -> str:
+    return _SECRET_IN_URL.sub(r"\1[redacted]", text)
+
+
+def redact_logs() -> None:
+    """Put the redaction on uvicorn's loggers (its access lines, and its
+    websocket lines, which go to uvicorn.error); idempotent."""
+    for name in ("uvicorn.access", "uvicorn.error", "uvicorn"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    redact_logs()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -102,6 +139,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.workers = WorkerHub()
         app.state.actors = ActorHub(store, bus, settings, app.state.workers)
         app.state.mirrors = MirrorHub(store, bus)
+        app.state.limiter = SeatLimiter(settings.max_sockets_per_seat,
+                                        settings.chat_limit_messages,
+                                        settings.chat_limit_seconds)
         if settings.resume:
             resumed = await app.state.actors.resume_all()
             if resumed:
@@ -123,6 +163,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Town of Salem with human and AI seats: lobbies, live games "
                               "over websockets, replays. See docs/api.md for the websocket "
                               "protocol.")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(lobbies.router)
     app.include_router(lobbies.modes_router)

@@ -36,6 +36,14 @@ class GameMirror:
         self.finished = False
         self.users = 0
         self.changed = asyncio.Event()
+        # the wake-up events of the sockets following this mirror: set on
+        # every change (one set() each, no task per socket and change)
+        self.listeners: set[asyncio.Event] = set()
+        # pushes already built for this state: (viewer, from, to, deadline,
+        # delayed) -> (events in it, state, JSON text). Every socket of one
+        # viewer class at one point gets the same message, so it is built and
+        # serialised once, not once per socket (cleared on every change).
+        self.pushes: dict[tuple[Any, ...], tuple[int, Any, str]] = {}
         # (version, wall time it became visible): for delayed spectators
         self.history: list[tuple[int, float]] = []
         self._sub: Subscription | None = None
@@ -52,7 +60,9 @@ class GameMirror:
 
     async def reload(self) -> None:
         row = await self.store.get_game(self.game_id)
-        if row is None:
+        if row is None or row.status == "lobby":
+            # a lobby's config has no names and no deal yet: a mirror is only
+            # ever built from a started game's stored config and log
             raise KeyError(self.game_id)
         commands = await self.store.commands(self.game_id)
         game = rerun(GameConfig.from_dict(row.config), [c for _, _, c in commands])
@@ -64,8 +74,11 @@ class GameMirror:
     def _mark(self) -> None:
         if self.game is not None:
             self.history.append((self.game.version, time.time()))
+        self.pushes.clear()
         self.changed.set()
         self.changed = asyncio.Event()
+        for wake in self.listeners:
+            wake.set()
 
     async def _consume(self) -> None:
         assert self._sub is not None

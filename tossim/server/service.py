@@ -4,12 +4,14 @@ use them too): lobbies, joining, starting, summaries and replays."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tossim.agents.personas import PERSONAS
 from tossim.catalogue import CatalogueError, ModelEntry, backend_entry, cached_catalogue
 from tossim.engine import Game, GameConfig, role_lists
 from tossim.engine.modes import DURATIONS, MODES, RULESET_VERSION
@@ -26,7 +28,9 @@ from tossim.engine.view import (
 )
 from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
+from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, SPEED_SCALE, ActorHub
+from tossim.server.sequence import renumber, seq_at
 from tossim.server.settings import Settings
 from tossim.store import ConflictError, GameRow, SeatRow, Store
 
@@ -54,26 +58,40 @@ class ServiceError(Exception):
         self.status, self.detail, self.loc = status, detail, loc
 
 
-class SeatSpec(BaseModel):
+class Strict(BaseModel):
+    """Request bodies: unknown fields are refused (a typo is an error, and a
+    client cannot park data in a lobby), every string is bounded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SeatSpec(Strict):
     slot: int = Field(ge=1, le=15)
     kind: Literal["human", "ai"] = "ai"
-    backend: str = "scripted"
+    backend: str = Field(default="scripted", max_length=32)
     # a model catalogue entry's name (GET /api/models); it decides the backend
     model: str | None = Field(default=None, max_length=64)
-    persona: str | None = None
+    persona: str | None = Field(default=None, max_length=40)
     # xml or json (default: the entry's protocol; chat entries always use json)
     protocol: Literal["xml", "json"] | None = None
 
+    @field_validator("persona")
+    @classmethod
+    def _known_persona(cls, v: str | None) -> str | None:
+        if v is not None and v not in PERSONAS:
+            raise ValueError(f"persona is one of {', '.join(PERSONAS)}")
+        return v
+
 
 def _clean_name(v: str) -> str:
-    v = " ".join(v.split())
-    if not v or not v.isprintable() or "<" in v or ">" in v:
+    v = clean_name(v)  # NFKC, no bidi overrides or zero-width characters
+    if not v or len(v) > MAX_NAME or not v.isprintable() or "<" in v or ">" in v:
         raise ValueError("a name is 1-24 printable characters without < or >")
     return v
 
 
-class LobbyIn(BaseModel):
-    mode: str = "classic"
+class LobbyIn(Strict):
+    mode: str = Field(default="classic", max_length=32)
     players: int = Field(default=15, ge=7, le=15)
     speed: Literal["standard", "quick", "fast", "paced"] = "standard"
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
@@ -113,7 +131,7 @@ def lobby_config(spec: LobbyIn, seed: int) -> GameConfig:
         raise ServiceError(422, str(exc), ("body", "roles" if spec.roles else "mode")) from None
 
 
-class JoinIn(BaseModel):
+class JoinIn(Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME)
     slot: int | None = Field(default=None, ge=1, le=15)
 
@@ -123,7 +141,7 @@ class JoinIn(BaseModel):
         return _clean_name(v)
 
 
-class LobbySettingsIn(BaseModel):
+class LobbySettingsIn(Strict):
     """What a lobby's owner may change before the start: the speed and the
     seats nobody has claimed (human or AI, and which AI)."""
     speed: Literal["standard", "quick", "fast", "paced"] | None = None
@@ -287,12 +305,18 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
     """Validate everything, then store the lobby (a refused request stores
     nothing). Returns the lobby and what is shown to its creator once:
     `owner_token`, and `seat` ({game_id, slot, token}) when `spec.name` is set."""
+    game_id = game_id or uuid.uuid4().hex
     seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    humans = any(s.kind == "human" for s in spec.seats)
+    if humans:  # a fair deal: the creator cannot compute it from the seed they asked for
+        seed = fair_seed((settings or Settings()).server_secret(), game_id, spec.seed)
     config = lobby_config(spec, seed)  # mode, players and role list, or a 422
     entries = check_seats(spec.seats, config.players, spec.speed, settings)
-    if spec.name is not None and not any(s.kind == "human" for s in spec.seats):
+    if spec.name is not None and not humans:
         raise ServiceError(422, "a name claims a human seat, and this lobby has none",
                            ("body", "name"))
+    if spec.name is not None and (problem := name_problem(spec.name, [])) is not None:
+        raise ServiceError(409, problem)  # "Player 9", a role name ... (as when joining)
     given = {s.slot: s for s in spec.seats}
     seats = []
     for slot in range(1, config.players + 1):
@@ -309,8 +333,10 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         first = next(s for s in seats if s.kind == "human")
         seat_token = secrets.token_urlsafe(24)
         first.name, first.claimed, first.token_hash = spec.name, True, token_hash(seat_token)
-    game_id = game_id or uuid.uuid4().hex
-    lobby = {"speed": spec.speed, "demo": demo, "owner_hash": token_hash(owner_token)}
+    lobby: dict[str, Any] = {"speed": spec.speed, "demo": demo,
+                             "owner_hash": token_hash(owner_token)}
+    if humans:
+        lobby["fair_deal"] = True
     await store.create_game(game_id, config.to_dict(), lobby, seats)
     row = await store.get_game(game_id)
     assert row is not None
@@ -375,6 +401,16 @@ async def remove_seat(store: Store, game_id: str, slot: int,
     return await get_row(store, game_id)
 
 
+def fair_seed(secret: bytes, game_id: str, asked: int | None) -> int:
+    """The seed of a game with a human seat: HMAC-SHA256 of the game's id and
+    the creator's seed (if any) under the server's secret. The creator still
+    picks a seed, but cannot compute the deal from it; the game id makes a
+    seed reused in another game give another deal."""
+    msg = f"tossim-deal:{game_id}:{'' if asked is None else asked}".encode()
+    digest = hmac.new(secret, msg, hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # 0 .. 2**63-1, like a lobby's seed
+
+
 async def get_row(store: Store, game_id: str) -> GameRow:
     row = await store.get_game(game_id) if len(game_id) <= 64 else None
     if row is None:
@@ -386,8 +422,9 @@ async def join(store: Store, game_id: str, body: JoinIn) -> dict[str, Any]:
     row = await get_row(store, game_id)
     if row.status != "lobby":
         raise ServiceError(409, "this game has already started")
-    if any(s.claimed and s.name.lower() == body.name.lower() for s in row.seats):
-        raise ServiceError(409, f"the name {body.name!r} is taken")
+    problem = name_problem(body.name, [s.name for s in row.seats if s.claimed])
+    if problem is not None:
+        raise ServiceError(409, problem)
     free = [s.slot for s in row.seats if s.kind == "human" and not s.claimed]
     if body.slot is not None:
         free = [s for s in free if s == body.slot]
@@ -431,7 +468,8 @@ def privileged_allowed(row: GameRow) -> bool:
 def parse_viewer_param(text: str, players: int) -> Viewer:
     if text in ("public", "omniscient"):
         return PUBLIC_VIEWER if text == "public" else OMNISCIENT_VIEWER
-    if text.isdigit() and 1 <= int(text) <= players:
+    # ASCII digits only: "²".isdigit() is true, but int("²") raises
+    if text.isascii() and text.isdigit() and len(text) <= 2 and 1 <= int(text) <= players:
         return Viewer.player(int(text))
     raise ServiceError(422, "viewer is public, omniscient or a seat number",
                        ("query", "viewer"))
@@ -440,10 +478,14 @@ def parse_viewer_param(text: str, players: int) -> Viewer:
 async def summary(store: Store, game_id: str) -> dict[str, Any]:
     row = await get_row(store, game_id)
     out = lobby_out(row)
-    out.update({"day": row.day, "phase": row.phase, "version": row.version,
+    out.update({"day": row.day, "phase": row.phase, "version": 0,
                 "result": row.result, "winners": row.winners, "graveyard": []})
     if row.status in ("live", "finished"):
         game = await rebuild(store, game_id, row)
+        # a live game with human seats: the public sequence (the game's own
+        # version would count hidden events); otherwise the game's version
+        out["version"] = (game.version if privileged_allowed(row)
+                          else seq_at(game, PUBLIC_VIEWER, game.version))
         out["graveyard"] = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
         out["names"] = [p.name for p in game.players]
     # AI-written summaries of the public discussion of each finished day
@@ -462,8 +504,10 @@ async def replay(store: Store, game_id: str, viewer_text: str) -> dict[str, Any]
     config = dict(row.config)
     out: dict[str, Any] = {"format": LOG_FORMAT, "ruleset": row.ruleset or RULESET_VERSION,
                            "viewer": viewer.label(), "status": row.status,
-                           "events": [project_event(e, viewer)
-                                      for e in visible_events(game, viewer)]}
+                           # numbered in the viewer's own sequence, like its
+                           # websocket stream (tossim.server.sequence)
+                           "events": renumber([project_event(e, viewer)
+                                               for e in visible_events(game, viewer)], 1)}
     if viewer.kind == "omniscient":
         out["config"] = config
         out["seed"] = config["seed"]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+import time
+from pathlib import Path
 from typing import Literal
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 
 class Settings(BaseSettings):
@@ -52,9 +58,62 @@ class Settings(BaseSettings):
     max_message_bytes: int = 8192
     rate_limit_messages: int = 20
     rate_limit_seconds: float = 5.0
+    # Per seat, across all of its sockets (in this process): chat and whisper
+    # messages per window, and sockets open at once.
+    chat_limit_messages: int = 8
+    chat_limit_seconds: float = 10.0
+    max_sockets_per_seat: int = 4
+    # permessage-deflate on websockets. Off by default: a message is
+    # serialised once for all its spectators, but compressed once per socket
+    # (each has its own compression context), which was most of the server's
+    # CPU with 1,000 spectators of one game; the messages are small.
+    ws_compression: bool = False
+    # HTTP request bodies over this many bytes are answered 413 unread.
+    max_body_bytes: int = 16384
     # Phase lengths are multiplied by this (tests use small values).
     time_scale: float = 1.0
     # Standard-speed games with a living human seat: for this many seconds
     # after Voting opens (times time_scale) no AI vote completes a majority;
     # such votes are held and cast when the time is up (docs/rules.md).
     min_human_vote_s: float = 15.0
+    # The server's secret for fair deals: the seed of a game with a human seat
+    # is HMAC(secret, game id + the creator's seed), so nobody can compute the
+    # deal offline. Absent: read from `secret_file`, or generated there once
+    # (mode 0600; default: next to a SQLite database, else
+    # ~/.local/state/tossim/server-secret). Never logged.
+    deal_secret: SecretStr | None = None
+    secret_file: str | None = None
+
+    def default_secret_file(self) -> Path:
+        url = make_url(self.database_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            return Path(str(url.database)).resolve().with_name("tossim-server-secret")
+        return Path.home() / ".local" / "state" / "tossim" / "server-secret"
+
+    def server_secret(self) -> bytes:
+        """The deal secret: set, or read from (or generated into) its file."""
+        if self.deal_secret is not None and self.deal_secret.get_secret_value():
+            return self.deal_secret.get_secret_value().encode()
+        path = Path(self.secret_file) if self.secret_file else self.default_secret_file()
+        secret = load_or_create_secret(path)
+        self.deal_secret = SecretStr(secret)  # once per process
+        return secret.encode()
+
+
+def load_or_create_secret(path: Path) -> str:
+    """The secret in `path`, creating the file (0600, exclusively, so two
+    processes starting together agree) with a new random secret if absent."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):  # another process may be writing it right now
+            text = path.read_text().strip()
+            if text:
+                return text
+            time.sleep(0.02)
+        raise RuntimeError(f"the server secret file {path} is empty") from None
+    secret = secrets.token_hex(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+    return secret

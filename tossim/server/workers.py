@@ -14,8 +14,9 @@ the events that seat has seen. A reply that does not parse fails that one
 decision (the seat abstains, counted as an error); nothing reaches the game
 that the actor has not checked.
 
-Protocol (JSON text frames), worker → server first:
-    {"type": "hello", "backends": ["local"], "name": "gpu-1"}
+Protocol (JSON text frames), worker → server first (the token, if the server
+has one, travels in the hello, never in the URL):
+    {"type": "hello", "token": "…", "backends": ["local"], "name": "gpu-1"}
     server: {"type": "welcome", "worker": "<id>"}
     server: {"type": "decide", "id", "game", "slot", "seed", "spec", "fresh",
              "view", "summaries"}   worker: {"type": "decided", "id", "commands", "turn"}
@@ -252,22 +253,31 @@ def worker_allowed(ws: WebSocket, token: str, expected: str | None) -> bool:
 
 
 @router.websocket("/ws/workers")
-async def worker_socket(ws: WebSocket, token: str = "") -> None:
+async def worker_socket(ws: WebSocket) -> None:
     hub: WorkerHub = ws.app.state.workers
     settings = ws.app.state.settings
     await ws.accept()
-    if not worker_allowed(ws, token, settings.worker_token):
-        await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown worker token")
+    if "token" in ws.query_params:
+        await ws.close(code=CLOSE_PROTOCOL, reason="the worker token goes in the hello "
+                                                   "message, never in the URL")
         return
     try:
         hello = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
+        if not isinstance(hello, dict):
+            raise ValueError("not an object")
+        token = hello.get("token")
+        if not worker_allowed(ws, token if isinstance(token, str) else "",
+                              settings.worker_token):
+            await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown worker token")
+            return
         backends = {b for b in hello.get("backends", []) if b in MODEL_BACKENDS}
         name = str(hello.get("name") or "worker")[:64]
         if hello.get("type") != "hello" or not backends:
             raise ValueError(f"expected hello with one of {', '.join(MODEL_BACKENDS)}")
     except (TimeoutError, ValueError, AttributeError, TypeError, KeyError) as exc:
         # KeyError: a binary frame (receive_text finds no text)
-        await ws.close(code=CLOSE_PROTOCOL, reason=f"bad hello: {exc!r}"[:120])
+        await ws.close(code=CLOSE_PROTOCOL, reason=f"bad hello: {type(exc).__name__}: "
+                                                   f"{exc}"[:120])
         return
     except WebSocketDisconnect:
         return

@@ -11,10 +11,13 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketState
 
 from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel, thinking_channel
 from tossim.server.mirror import GameMirror
+from tossim.server.names import strip_format
+from tossim.server.sequence import renumber, seq_at, version_at
 from tossim.server.service import (
     ServiceError,
     get_row,
@@ -25,10 +28,17 @@ from tossim.server.service import (
 
 router = APIRouter()
 
+CLOSE_PROTOCOL = 4400
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 REPLY_TIMEOUT = 5.0
+AUTH_TIMEOUT = 10.0
+LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
+MAX_TOKEN = 200
+TOKEN_IN_URL = ('a token never travels in the URL: send {"type": "auth", "token": ...} '
+                'as the first message')
 
 
 async def refuse(ws: WebSocket, code: int, reason: str) -> None:
@@ -40,14 +50,65 @@ async def refuse(ws: WebSocket, code: int, reason: str) -> None:
 
 
 @router.websocket("/ws/games/{game_id}")
-async def seat_socket(ws: WebSocket, game_id: str, token: str = "", since: int = 0) -> None:
-    store = ws.app.state.store
-    seat = await store.seat_for_token(game_id, token_hash(token)) if token else None
-    if seat is None:
-        await refuse(ws, CLOSE_UNAUTHORIZED, "unknown seat token")
+async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
+    """A seat's socket. The token comes in the first message,
+    `{"type": "auth", "token": ..., "since": v}`, never in the URL (where
+    access logs, proxies and browser history would keep it)."""
+    if "token" in ws.query_params:
+        await refuse(ws, CLOSE_PROTOCOL, TOKEN_IN_URL)
         return
-    await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
-                     since=since).run()
+    await ws.accept()
+    try:
+        auth = await first_message(ws, "auth")
+    except WebSocketDisconnect:
+        return
+    except ValueError as exc:
+        await ws.close(code=CLOSE_PROTOCOL, reason=str(exc)[:120])
+        return
+    token, asked = auth.get("token"), auth.get("since", since)
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 0:
+        await ws.close(code=CLOSE_PROTOCOL, reason="since is a version number")
+        return
+    store = ws.app.state.store
+    seat = None
+    if isinstance(token, str) and 0 < len(token) <= MAX_TOKEN:
+        seat = await store.seat_for_token(game_id, token_hash(token))
+    if seat is None:
+        await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown seat token")
+        return
+    limiter = ws.app.state.limiter
+    key = (game_id, seat.slot)
+    if not limiter.open(key):
+        await ws.close(code=CLOSE_TOO_MANY, reason=f"this seat has {limiter.max_sockets} "
+                                                   "sockets open already")
+        return
+    try:
+        await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
+                         since=asked).run()
+    finally:
+        limiter.close(key)
+
+
+async def first_message(ws: WebSocket, kind: str,
+                        timeout: float = AUTH_TIMEOUT) -> dict[str, Any]:
+    """The socket's first message, a JSON object of type `kind` (ValueError:
+    anything else, or nothing within `timeout`)."""
+    try:
+        frame = await asyncio.wait_for(ws.receive(), timeout)
+    except TimeoutError:
+        raise ValueError(f"expected a {kind} message within {timeout:g} s") from None
+    if frame["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(frame.get("code", 1000))
+    text = frame.get("text")
+    try:
+        if text is None or len(text) > 4096:
+            raise ValueError
+        msg = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"expected a JSON {kind} message") from None
+    if not isinstance(msg, dict) or msg.get("type") != kind:
+        raise ValueError(f"the first message must be of type {kind!r}")
+    return msg
 
 
 @router.websocket("/ws/games/{game_id}/watch")
@@ -86,10 +147,15 @@ class Connection:
         self.viewer = viewer
         self.slot = seat_slot
         self.delay = delay
-        # the last version this client has: a reconnecting client passes it in
-        # the URL (?since=v), so the first push is exactly the missing tail
-        self.sent = max(0, since)
+        # The last event this client has, in its own sequence (see
+        # tossim.server.sequence): a reconnecting client passes it (seat: in
+        # its auth message; spectator: ?since=v), so the first push is exactly
+        # the missing tail. `sent` is the same point as a game version.
+        self.since = max(0, since)
+        self.seq = 0
+        self.sent = 0
         self.sent_deadline: float | None = None
+        self.sent_state: dict[str, Any] | None = None
         self.wake = asyncio.Event()
         self.send_lock = asyncio.Lock()
         settings = ws.app.state.settings
@@ -99,21 +165,36 @@ class Connection:
         self.recent: list[float] = []
 
     async def send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(json.dumps(message, separators=(",", ":")))
+
+    async def send_raw(self, text: str) -> None:
+        """Send a message already serialised (pushes are, once for many sockets)."""
         async with self.send_lock:
-            await self.ws.send_text(json.dumps(message, separators=(",", ":")))
+            await self.ws.send_text(text)
 
     async def run(self) -> None:
-        await self.ws.accept()
+        if self.ws.application_state == WebSocketState.CONNECTING:
+            await self.ws.accept()
         hub = self.ws.app.state.mirrors
         try:
+            # (spectators are refused in the lobby by watch_socket already)
+            if self.slot is not None and not await self._until_started():
+                return
             mirror = await hub.acquire(self.game_id)
         except KeyError:
             await self.ws.close(code=CLOSE_NOT_FOUND, reason="no such game")
             return
+        except (WebSocketDisconnect, RuntimeError):  # gone while waiting for the start
+            return
         try:
             assert mirror.game is not None
+            game = mirror.game
+            cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
+            self.sent = min(version_at(game, self.viewer, self.since), cap)
+            self.seq = seq_at(game, self.viewer, self.sent)
             await self.send({"type": "hello", "game_id": self.game_id,
-                             "viewer": self.viewer.label(), "version": mirror.game.version})
+                             "viewer": self.viewer.label(),
+                             "version": seq_at(game, self.viewer, cap)})
             senders = [asyncio.create_task(self._follow(mirror))]
             if self.sees_thinking:
                 senders.append(asyncio.create_task(self._follow_thinking()))
@@ -128,6 +209,39 @@ class Connection:
             pass
         finally:
             await hub.release(mirror)
+
+    async def _until_started(self) -> bool:
+        """Wait (answering pings) until the game has started: a seat may
+        connect from the lobby page, and its view must come from the started
+        game in the store, never from the lobby's config (whose players have
+        no names yet). False if the client left first."""
+        store = self.ws.app.state.store
+        receiving: asyncio.Task[Any] | None = None
+        try:
+            while True:
+                row = await store.get_game(self.game_id)
+                if row is None:
+                    raise KeyError(self.game_id)
+                if row.status != "lobby":
+                    return True
+                if receiving is None:
+                    receiving = asyncio.create_task(self.ws.receive())
+                done, _ = await asyncio.wait({receiving}, timeout=LOBBY_POLL)
+                if not done:
+                    continue
+                frame, receiving = receiving.result(), None
+                if frame["type"] == "websocket.disconnect":
+                    return False
+                text = frame.get("text") or ""
+                kind = "ping" if '"ping"' in text[:100] else None
+                await self.send({"type": "pong", "version": 0} if kind else
+                                {"type": "error", "version": 0,
+                                 "error": "the game has not started yet"})
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await receiving
 
     # ---- server -> client ---------------------------------------------------------------
     @property
@@ -150,43 +264,66 @@ class Connection:
 
     async def _follow(self, mirror: GameMirror) -> None:
         first = True
-        assert mirror.game is not None
-        self.sent = min(self.sent, mirror.game.version)
-        while True:
-            # taken before the state is read, so that a change while the push
-            # below is being sent still wakes this loop
-            change = mirror.changed
-            game = mirror.game
-            assert game is not None
-            cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
-            # push new events, and a new phase deadline even without events
-            if first or cap > self.sent or (
-                    not self.delay and mirror.deadline != self.sent_deadline):
-                first = False
-                await self._push(mirror, cap)
-            waits = {asyncio.create_task(change.wait()), asyncio.create_task(self.wake.wait())}
-            await asyncio.wait(waits, timeout=1.0 if self.delay else None,
-                               return_when=asyncio.FIRST_COMPLETED)
-            for t in waits:
-                t.cancel()
-            self.wake.clear()
+        mirror.listeners.add(self.wake)
+        try:
+            while True:
+                # cleared before the state is read, so that a change while the
+                # push below is being sent still wakes this loop
+                self.wake.clear()
+                game = mirror.game
+                assert game is not None
+                cap = (game.version if not self.delay
+                       else mirror.version_at(time.time() - self.delay))
+                # push new events, and a new phase deadline even without events
+                if first or cap > self.sent or (
+                        not self.delay and mirror.deadline != self.sent_deadline):
+                    await self._push(mirror, cap, first)
+                    first = False
+                if self.delay:  # the delayed present moves on by itself
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), 1.0)
+                else:
+                    await self.wake.wait()
+        finally:
+            mirror.listeners.discard(self.wake)
 
-    async def _push(self, mirror: GameMirror, cap: int) -> None:
+    async def _push(self, mirror: GameMirror, cap: int, first: bool) -> None:
+        """Send what this viewer has not seen up to game version `cap`: its
+        events, numbered in its own sequence, and its state. Nothing at all
+        when neither changed: a message for a hidden event would tell the
+        viewer that something happened. The message is built once per viewer
+        class and point (`mirror.pushes`) and shared by all such sockets."""
+        key = (self.viewer.label(), self.sent, cap, mirror.deadline, bool(self.delay))
+        entry = mirror.pushes.get(key)
+        if entry is None:
+            entry = self._build(mirror, cap)
+            mirror.pushes[key] = entry
+        count, state, text = entry
+        self.sent = cap
+        self.sent_deadline = mirror.deadline
+        if not (first or count or state != self.sent_state):
+            return
+        self.seq += count
+        self.sent_state = state
+        await self.send_raw(text)
+
+    def _build(self, mirror: GameMirror, cap: int) -> tuple[int, Any, str]:
         game = mirror.game
         assert game is not None
         v = view(game, self.viewer, since=self.sent)
-        events = [e for e in v.events if e["v"] <= cap]
-        message: dict[str, Any] = {"type": "events", "version": cap, "events": events,
-                                   "published_at": mirror.published_at}
+        events = renumber([e for e in v.events if e["v"] <= cap], self.seq + 1)
+        state: dict[str, Any] | None = None
         if not self.delay:  # a delayed spectator must not see the present state
-            message["state"] = {
+            state = {
                 "day": v.day, "phase": v.phase, "phase_seq": v.phase_seq,
                 "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
                 "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
                 "result": v.result, "winners": v.winners}
-        self.sent = cap
-        self.sent_deadline = mirror.deadline
-        await self.send(message)
+        message: dict[str, Any] = {"type": "events", "version": self.seq + len(events),
+                                   "events": events, "published_at": mirror.published_at}
+        if state is not None:
+            message["state"] = state
+        return len(events), state, json.dumps(message, separators=(",", ":"))
 
     # ---- client -> server ---------------------------------------------------------------
     async def _receive(self, mirror: GameMirror) -> None:
@@ -195,7 +332,7 @@ class Connection:
             if frame["type"] == "websocket.disconnect":
                 raise WebSocketDisconnect(frame.get("code", 1000), frame.get("reason"))
             text = frame.get("text")
-            version = mirror.game.version if mirror.game else 0
+            version = self.seq  # the viewer's own sequence, never the game's
             problem = self._too_much(text if text is not None else frame.get("bytes") or b"")
             if problem is None and text is None:
                 problem = "messages are JSON text, not binary frames"
@@ -222,7 +359,11 @@ class Connection:
                     await self.send({"type": "error", "version": version,
                                      "error": "resume needs since: a version number"})
                     continue
-                self.sent = min(since, version)
+                assert mirror.game is not None
+                self.since = min(since, self.seq)
+                self.sent = version_at(mirror.game, self.viewer, self.since)
+                self.seq = seq_at(mirror.game, self.viewer, self.sent)
+                self.sent_state = None  # the answer carries the state again
                 self.wake.set()
             elif kind == "command":
                 await self._command(msg.get("command"), version)
@@ -251,6 +392,15 @@ class Connection:
             await self.send({"type": "error", "version": version,
                              "error": "command must be an object without actor"})
             return
+        if isinstance(command.get("text"), str):  # chat, whisper, will
+            # bidirectional overrides and zero-width characters would let a
+            # player reverse or hide what others read
+            command = {**command, "text": strip_format(command["text"])}
+        if command.get("type") in ("chat", "whisper"):
+            problem = self.ws.app.state.limiter.chat_problem((self.game_id, self.slot))
+            if problem is not None:
+                await self.send({"type": "error", "version": version, "error": problem})
+                return
         bus = self.ws.app.state.bus
         reply_to = f"tossim:reply:{uuid.uuid4().hex}"
         sub = await bus.subscribe(reply_to)

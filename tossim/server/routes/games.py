@@ -27,7 +27,11 @@ async def list_games(request: Request,
     out = []
     for r in rows:
         item = service.lobby_out(r)
-        item.update({"day": r.day, "phase": r.phase, "version": r.version,
+        # a live game with human seats shows no version: its advance at
+        # night would tell that hidden events happened (the summary gives
+        # the public sequence)
+        version = r.version if service.privileged_allowed(r) else None
+        item.update({"day": r.day, "phase": r.phase, "version": version,
                      "result": r.result, "winners": r.winners})
         out.append(item)
     return out
