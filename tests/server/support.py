@@ -255,12 +255,17 @@ def owner(game_id: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {OWNER_TOKENS[game_id]}"}
 
 
-async def create_game(client: httpx.AsyncClient, *, start: bool = True,
-                      **body: Any) -> str:
-    r = await client.post("/api/lobbies", json=body)
+def remember(r: httpx.Response) -> str:
+    """A created lobby's id, keeping its owner token for `owner()`."""
     assert r.status_code == 201, r.text
     game_id: str = r.json()["id"]
     OWNER_TOKENS[game_id] = r.json()["owner_token"]
+    return game_id
+
+
+async def create_game(client: httpx.AsyncClient, *, start: bool = True,
+                      **body: Any) -> str:
+    game_id = remember(await client.post("/api/lobbies", json=body))
     if start:
         r = await client.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
         assert r.status_code == 200, r.text

@@ -29,6 +29,8 @@ from .support import (
     ServerFactory,
     human_game,
     is_finished,
+    owner,
+    remember,
     wait_game,
 )
 
@@ -99,14 +101,14 @@ async def test_tokens_never_reach_the_log(
                               "TOSSIM_DEAL_SECRET": secret})
     await proc.wait_ready()
     c = proc.client
-    r = await c.post("/api/lobbies", json={"players": 7, "seats": [
-        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})
-    game_id = r.json()["id"]
+    game_id = remember(await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]}))
     tokens = []
     for slot, name in ((1, "Ann"), (2, "Bea")):
         r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": name, "slot": slot})
         tokens.append(r.json()["token"])
-    assert (await c.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+    r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r.status_code == 200, r.text
     for token in tokens:
         async with proc.seat_connect(game_id, token) as ws:
             assert (await ws.recv())["type"] == "hello"
@@ -281,13 +283,14 @@ async def test_a_thousand_socket_opens_and_closes_log_no_error(
     proc = serve_process(f"sqlite+aiosqlite:///{tmp_path / 'load.db'}")
     await proc.wait_ready()
     c = proc.client
-    paced = (await c.post("/api/lobbies", json={"players": 7, "speed": "paced"})).json()["id"]
-    assert (await c.post(f"/api/lobbies/{paced}/start")).status_code == 200
-    r = await c.post("/api/lobbies", json={"players": 7, "seats": [{"slot": 1,
-                                                                    "kind": "human"}]})
-    human = r.json()["id"]
+    paced = remember(await c.post("/api/lobbies", json={"players": 7, "speed": "paced"}))
+    r = await c.post(f"/api/lobbies/{paced}/start", headers=owner(paced))
+    assert r.status_code == 200, r.text
+    human = remember(await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}]}))
     token = (await c.post(f"/api/lobbies/{human}/join", json={"name": "Ann"})).json()["token"]
-    assert (await c.post(f"/api/lobbies/{human}/start")).status_code == 200
+    r = await c.post(f"/api/lobbies/{human}/start", headers=owner(human))
+    assert r.status_code == 200, r.text
 
     async def one(i: int) -> None:
         kind = i % 5
@@ -335,15 +338,16 @@ async def test_seat_socket_before_the_start_shows_the_stored_names(
     names, and every viewer in that process kept that copy)."""
     server = await server_factory(time_scale=100.0)
     c = server.client
-    game_id = (await c.post("/api/lobbies", json={"players": 7, "seats": [
-        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})).json()["id"]
+    game_id = remember(await c.post("/api/lobbies", json={"players": 7, "seats": [
+        {"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]}))
     t1 = (await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Alice"})).json()["token"]
     t2 = (await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Bruno"})).json()["token"]
     async with server.seat_connect(game_id, t1) as early:
         await early.send({"type": "ping"})
         assert (await early.recv())["type"] == "pong"  # waiting, alive
         assert not server.app.state.mirrors.mirrors     # nothing built from the lobby
-        assert (await c.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+        r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+        assert r.status_code == 200, r.text
         assert (await early.recv_type("hello"))["game_id"] == game_id
         first = await early.recv_type("events")
         row = await server.store.get_game(game_id)
@@ -373,12 +377,12 @@ async def test_hidden_events_leave_no_trace_in_a_stream(server_factory: ServerFa
     1, 2, 3 ... with no gap where the Mafia chose or chatted at night, and no
     message arrives that shows nothing new (its arrival would tell)."""
     server = await server_factory(pace=0.01)
-    r = await server.client.post("/api/lobbies", json={"players": 7, "speed": "paced",
-                                                       "seed": 12})
-    game_id = r.json()["id"]
+    game_id = remember(await server.client.post("/api/lobbies", json={
+        "players": 7, "speed": "paced", "seed": 12}))
     town = next(p.slot for p in new_game(GameConfig(players=7, seed=12)).players
                 if p.role in PLAIN_TOWN)
-    assert (await server.client.post(f"/api/lobbies/{game_id}/start")).status_code == 200
+    r = await server.client.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r.status_code == 200, r.text
     async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={town}") as ws:
         await ws.until(lambda m: m["type"] == "events"
                        and m["state"]["phase"] == "ended", timeout=120)

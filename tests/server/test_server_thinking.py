@@ -124,7 +124,7 @@ async def test_live_human_game_keeps_thinking_secret(
     gate.set()
     server = await server_factory(time_scale=0.05)
     game_id, token = await human_game(server, players=7, slot=3)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as seat:
+    async with server.seat_connect(game_id, token) as seat:
         await seat.until(lambda m: m["type"] == "events"
                          and m.get("state", {}).get("phase") == "night", timeout=60)
         await quiet(seat, 0.3)
