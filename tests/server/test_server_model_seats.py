@@ -74,7 +74,8 @@ def test_demo_uses_the_bundled_model_when_it_can_run(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(service, "unavailable_reason",
                         lambda name, url=None: "torch is not installed")
     assert {s.backend for s in app_module.demo_lobby(Settings()).seats} == {"scripted"}
-    assert len(app_module.demo_lobby(Settings(demo_backend="scripted")).seats) == 15
+    scripted = app_module.demo_lobby(Settings(demo_backend="scripted"))
+    assert scripted.players == 15 and {s.backend for s in scripted.seats} == {"scripted"}
     # by default a few model seats play among scripted bots (the bundled model
     # cannot carry a game alone); the lobby fills the rest with scripted seats
     monkeypatch.setattr(service, "unavailable_reason", lambda name, url=None: None)

@@ -40,7 +40,7 @@ async def test_human_votes_before_an_ai_majority_starts_a_trial(
     # voting lasts 3 s; the humans' time covers all of it
     server = await server_factory(time_scale=0.1, min_human_vote_s=100.0)
     game_id, token = await human_game(server, players=7, slot=HUMAN, seed=1)
-    async with server.ws_connect(f"/ws/games/{game_id}?token={token}") as seat:
+    async with server.seat_connect(game_id, token) as seat:
         await seat.until(lambda m: m["type"] == "events"
                          and m.get("state", {}).get("phase") == "voting", timeout=60)
         # a slow human: by now every AI seat has been asked and has voted
