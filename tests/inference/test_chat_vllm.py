@@ -8,13 +8,10 @@ flags tool calling needs (see docs/agents.md, "Hosted models")."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from tossim.agents.entry_match import play_entry_match
@@ -23,7 +20,7 @@ from tossim.engine.state import GameConfig
 from tossim.inference import chat_backend
 from tossim.inference.chat_backend import ChatBackend
 
-from .test_vllm_backend import ROOT, SMOL, VPY, _free_port, needs_vllm, vllm_env
+from .test_vllm_backend import needs_vllm, serve_vllm
 
 pytest.importorskip("openai")
 pytestmark = [needs_vllm, pytest.mark.model]
@@ -38,44 +35,12 @@ def vllm_chat_server() -> Iterator[str]:
     if given:
         yield given
         return
-    port = _free_port()
-    cmd = [str(VPY), "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(SMOL),
-           "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
-           "--enforce-eager", "--max-model-len", "4096", "--enable-prefix-caching",
-           "--enable-prompt-tokens-details", "--enable-auto-tool-choice",
-           "--tool-call-parser", "hermes"]
-    env = vllm_env()
-    env["VLLM_ENFORCE_STRICT_TOOL_CALLING"] = "0"  # named tool choice -> structured outputs
-    log = open(ROOT / ".pytest_cache" / "vllm-chat-serve.log", "w") if (  # noqa: SIM115
-        ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM server exited with {proc.returncode} (see "
-                            ".pytest_cache/vllm-chat-serve.log)")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("vLLM server did not answer /health within 300 s")
-            time.sleep(1)
+    with serve_vllm("--served-model-name", SERVED, "--enable-auto-tool-choice",
+                    "--tool-call-parser", "hermes",
+                    # a named tool choice becomes structured outputs
+                    env={"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"},
+                    log_name="vllm-chat-serve.log") as url:
         yield f"{url}/v1"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if log is not subprocess.DEVNULL:
-            log.close()
 
 
 @pytest.fixture(autouse=True)

