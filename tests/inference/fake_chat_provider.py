@@ -151,6 +151,10 @@ class FakeProvider:
                 return self._reply(body, call=("report", json.dumps(
                     value_for(tools[0]["function"]["parameters"], self.rng))))
             return self._reply(body, call=call_from_tools(tools, self.rng))
+        system = str(body["messages"][0].get("content") or "") if body["messages"] else ""
+        if "summaries of a Town of Salem day" in system:  # a day summary: plain prose
+            return self._reply(body, content="Player 2 accused Player 3 of lying about a "
+                                             "claim; nobody was put on trial.")
         text = json.dumps({"thought": "No constraint; I answer anyway.", "action": "wait",
                            "args": {}})
         return self._reply(body, content=f"Sure!\n```json\n{text}\n```" if fenced else text)

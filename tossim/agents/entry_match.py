@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.agents.async_match import AsyncMatchResult, AsyncSeat, play_match_async
+from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.llm_seat import LLMSeat
+from tossim.agents.memory import SeatMemory
 from tossim.agents.model_match import DEFAULT_ROUNDS
+from tossim.agents.summarize import (
+    SummaryStats,
+    fallback_summary,
+    write_chat_summary,
+    write_summary,
+)
 from tossim.catalogue import ModelEntry, make_seat_for_entry
 from tossim.engine.state import GameConfig
 
@@ -21,6 +30,7 @@ class EntryMatch:
     result: AsyncMatchResult
     seats: dict[int, Any]  # the entry's seats (ChatSeat or LLMSeat)
     seconds: float
+    summary_stats: SummaryStats = field(default_factory=SummaryStats)
 
     def metrics(self) -> dict[str, Any]:
         """Per-seat metrics (engine faults included) and totals over the entry's seats."""
@@ -47,6 +57,7 @@ class EntryMatch:
         totals["cache_hit_rate"] = round(totals.get("cached_tokens", 0)
                                          / max(totals.get("requested_tokens", 0), 1), 3)
         out: dict[str, Any] = {"entry": self.entry.public(), "seats": per_seat,
+                               "summaries": self.summary_stats.to_dict(),
                                "total": totals}
         for seat in self.seats.values():
             stats = getattr(getattr(seat, "backend", None), "stats_dict", None)
@@ -63,7 +74,8 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
                            protocol: str | None = None,
                            on_phase: Callable[[int, str], None] | None = None) -> EntryMatch:
     """Play one game: `model_seats` (default all) play `entry`, the rest are
-    scripted. Day summaries are extractive (a chat entry is not asked for them)."""
+    scripted. Day summaries are written by the entry's model (the token loop's
+    or the chat API's), or extractively when it fails (`summary_stats`)."""
     slots = list(model_seats) if model_seats is not None else range(1, config.players + 1)
     book: dict[int, str] = {}
     seats = {s: make_seat_for_entry(entry, s, config.seed, game_id=f"play{config.seed}",
@@ -76,9 +88,21 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
         if start is not None:  # e.g. the openai backend's structured-output self-test
             await start()
             break
+    stats = SummaryStats()
+    first = seats[min(seats)] if seats else None
+
+    async def summarize(memory: SeatMemory, day: int) -> str:
+        if isinstance(first, ChatSeat):
+            return await write_chat_summary(first.backend, memory, day, stats=stats,
+                                            seconds=first.config.turn_seconds)
+        if isinstance(first, LLMSeat):
+            return await write_summary(first.loop.backend, memory, day,
+                                       seed=config.seed + day, stats=stats)
+        return fallback_summary(memory, day)
+
     table: dict[int, AsyncSeat] = dict(seats)
     started = time.perf_counter()
     result = await play_match_async(config, table, max_days=max_days,
                                     rounds=DEFAULT_ROUNDS if rounds is None else rounds,
-                                    summaries=book, on_phase=on_phase)
-    return EntryMatch(entry, result, dict(seats), time.perf_counter() - started)
+                                    summaries=book, on_phase=on_phase, summarize=summarize)
+    return EntryMatch(entry, result, dict(seats), time.perf_counter() - started, stats)

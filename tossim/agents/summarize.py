@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tossim.agents.escape import escape_text, quote
 from tossim.agents.memory import SeatMemory
 from tossim.agents.prompting import render_template
 from tossim.inference.base import Backend, GenerationRequest
+
+if TYPE_CHECKING:  # the chat backend needs `openai`, imported only when it is used
+    from tossim.inference.chat_backend import ChatBackend
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +127,35 @@ async def write_summary(backend: Backend, memory: SeatMemory, day: int,
         log.exception("summary of day %d failed; using the extractive one", day)
         stats.fallback += 1
         return fallback_summary(memory, day)
-    text = " ".join(res.text.split())
-    if res.finish_reason == "length":
+    return _finish(res.text, res.finish_reason == "length", memory, day, stats)
+
+
+async def write_chat_summary(backend: ChatBackend, memory: SeatMemory, day: int,
+                             max_tokens: int = 160, seconds: float = 60.0,
+                             stats: SummaryStats | None = None) -> str:
+    """The same summary from a chat API (a chat entry's game): plain text, no
+    constraint; the extractive fallback when the API fails or answers with
+    nothing usable within `seconds` (counted in `stats`)."""
+    stats = stats if stats is not None else SummaryStats()
+    messages = [{"role": "system", "content": SUMMARY_SYSTEM},
+                {"role": "user", "content": summary_prompt(memory, day)}]
+    try:
+        reply = await backend.complete(messages, mode="text",
+                                       deadline=time.monotonic() + seconds,
+                                       max_tokens=max_tokens)
+    except Exception:  # ChatError, or anything else: never worth losing the game over
+        log.warning("summary of day %d failed; using the extractive one", day, exc_info=True)
+        stats.fallback += 1
+        return fallback_summary(memory, day)
+    return _finish(reply.content, reply.finish_reason == "length", memory, day, stats)
+
+
+def _finish(raw: str, truncated: bool, memory: SeatMemory, day: int,
+            stats: SummaryStats) -> str:
+    """A model's summary as stored: one paragraph, cut at a sentence if it ran
+    out of tokens; the extractive one if it is too short to be a summary."""
+    text = " ".join(raw.split())
+    if truncated:
         text = trim_summary(text)
     if len(text) < 12:
         log.warning("summary of day %d too short (%r); using the extractive one", day, text)

@@ -32,7 +32,7 @@ from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.memory import SeatMemory
-from tossim.agents.summarize import fallback_summary, write_summary
+from tossim.agents.summarize import fallback_summary, write_chat_summary, write_summary
 from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
 from tossim.engine import (
     Command,
@@ -607,6 +607,10 @@ class GameActor:
         try:
             if isinstance(seat, LLMSeat):
                 return await write_summary(seat.loop.backend, memory, day, seed=seed)
+            if isinstance(seat, ChatSeat):
+                # bounded like one of its turns: an outage must not hold the game up
+                return await write_chat_summary(seat.backend, memory, day,
+                                                seconds=seat.config.turn_seconds)
             if isinstance(seat, RemoteSeat):
                 return await asyncio.wait_for(
                     seat.hub.summarize(self.game_id, seat.backend, public, day, seed),
