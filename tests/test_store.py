@@ -16,6 +16,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from tossim.store.tables import metadata
 
 PG_URL = os.environ.get("TOSSIM_TEST_POSTGRES_URL",
                         "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-TABLES = {"games", "seats", "commands", "events", "summaries", "seat_metrics"}
+TABLES = {"games", "seats", "commands", "events", "summaries", "seat_metrics", "game_leases"}
 
 
 def _in_ci() -> bool:
@@ -326,6 +327,95 @@ async def test_status_and_live_games(store: Store) -> None:
     assert row is not None and (row.status, row.result, row.winners) == ("aborted", None, [])
     with pytest.raises(GameNotFound):
         await store.set_status(gid(), "live")
+
+
+# --- leases ------------------------------------------------------------------
+
+
+async def test_leases_acquire_renew_expire_and_steal(store: Store) -> None:
+    """One process runs a game at a time: a lease is taken by one owner only,
+    renewed by it, taken over by another only once it has expired, and a
+    renewal tells the old owner it lost the game."""
+    a, b = gid(), gid()
+    for game_id in (a, b):
+        await store.create_game(game_id, CONFIG, LOBBY, seats3())
+    t0 = datetime.now(UTC)
+    await store.set_status(b, "live")
+    assert await store.unleased_live_games(now=t0) == [b]  # live, nobody runs it
+    await store.start_game(a, CONFIG, lease=("p1", 10))
+    lease = await store.lease(a)
+    assert lease is not None and lease.owner == "p1"
+    assert lease.expires_at > lease.acquired_at
+    assert await store.unleased_live_games(now=t0) == [b]  # a is leased
+
+    # held: nobody else gets it; its owner extends it
+    assert not await store.acquire_lease(a, "p2", 10, now=t0)
+    assert await store.acquire_lease(a, "p1", 10, now=t0 + timedelta(seconds=5))
+    renewed = await store.lease(a)
+    assert renewed is not None and renewed.owner == "p1"
+    assert renewed.expires_at > lease.expires_at and renewed.acquired_at == lease.acquired_at
+    assert not await store.acquire_lease(a, "p2", 10, now=t0 + timedelta(seconds=14))
+    assert await store.renew_leases("p1", [a, b], 10, now=t0 + timedelta(seconds=6)) == {a}
+
+    # expired (p1 died): listed, and the first taker wins; the second loses
+    late = t0 + timedelta(seconds=17)
+    assert await store.unleased_live_games(now=late) == [a, b]
+    assert await store.acquire_lease(a, "p2", 10, now=late)
+    assert not await store.acquire_lease(a, "p3", 10, now=late)
+    stolen = await store.lease(a)
+    assert stolen is not None and stolen.owner == "p2" and stolen.acquired_at > lease.acquired_at
+    # p1 wakes up: its renewal says it lost the game, and changes nothing
+    assert await store.renew_leases("p1", [a], 10, now=late) == set()
+    assert (await store.lease(a)) == stolen
+    assert await store.unleased_live_games(now=late) == [b]
+
+    # two takers race for a game nobody holds: exactly one wins
+    wins = await asyncio.gather(*(store.acquire_lease(b, f"q{i}", 10) for i in range(6)))
+    assert wins.count(True) == 1
+    winner = await store.lease(b)
+    assert winner is not None and winner.owner == f"q{wins.index(True)}"
+
+    # releasing frees the game at once; only the owner's own leases go
+    assert await store.release_leases("p3", [a]) == 0
+    assert await store.release_leases("p2") == 1
+    assert await store.lease(a) is None
+    assert await store.acquire_lease(a, "p3", 10)
+    # a lease cannot be taken for a game that does not exist, nor started
+    # under another owner's live lease
+    with pytest.raises(GameNotFound):
+        await store.acquire_lease(gid(), "p1", 10)
+    c = gid()
+    await store.create_game(c, CONFIG, LOBBY, seats3())
+    assert await store.acquire_lease(c, "other", 10)  # (a lobby's lease: unusual)
+    with pytest.raises(ConflictError):
+        await store.start_game(c, CONFIG, lease=("p1", 10))
+    row = await store.get_game(c)
+    assert row is not None and row.status == "lobby"  # nothing changed
+    # finished games are not offered for takeover, leased or not
+    await store.set_status(b, "finished")
+    assert b not in await store.unleased_live_games(now=late + timedelta(hours=1))
+
+
+async def test_concurrent_stealers_on_separate_connections(db_url: str) -> None:
+    """Several stores (as several processes would) race to take one expired
+    lease: exactly one takes it."""
+    stores = [await Store.open(db_url) for _ in range(4)]
+    try:
+        game_id = gid()
+        await stores[0].create_game(game_id, CONFIG, LOBBY, seats3(), status="live")
+        t0 = datetime.now(UTC)
+        assert await stores[0].acquire_lease(game_id, "dead", 1, now=t0)
+        later = t0 + timedelta(seconds=5)
+        for _ in range(5):
+            wins = await asyncio.gather(*(s.acquire_lease(game_id, f"s{i}", 60, now=later)
+                                          for i, s in enumerate(stores)))
+            assert wins.count(True) == 1, wins
+            lease = await stores[0].lease(game_id)
+            assert lease is not None and lease.owner == f"s{wins.index(True)}"
+            later += timedelta(seconds=61)  # the winner's lease expires too
+    finally:
+        for s in stores:
+            await s.close()
 
 
 # --- the log -----------------------------------------------------------------

@@ -26,7 +26,10 @@ from .support import WAIT, ServeProcess, create_game, is_finished, wait_game
 
 SEED = 31
 LOBBY = {"players": 15, "speed": "paced", "seed": SEED}
-ENV = {"TOSSIM_PACE": "0.02"}
+ENV = {"TOSSIM_PACE": "0.02",
+       # the killed process's lease runs out 2 s after its last renewal; then
+       # the new process takes the game over
+       "TOSSIM_LEASE_S": "2"}
 
 
 async def uninterrupted(db: str) -> dict[str, Any]:

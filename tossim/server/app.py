@@ -17,12 +17,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tossim import __version__
+from tossim.inference.registry import close_shared_backends
 from tossim.server import service
 from tossim.server.bus import make_bus
-from tossim.server.limits import BodyLimit, SeatLimiter
+from tossim.server.limits import BodyLimit, make_limiter
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models
-from tossim.server.runner import ActorHub
+from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
 from tossim.server.workers import WorkerHub
 from tossim.server.workers import router as workers_router
@@ -33,6 +34,9 @@ log = logging.getLogger(__name__)
 
 WEB_DIR = Path(__file__).resolve().parents[2] / "web"
 DEMO_PAUSE = 15.0  # seconds between the end of a demo game and the next
+# apps of this process between start-up and shutdown (tests run several): the
+# process-wide model backends are closed when the last one shuts down
+_apps_open = [0]
 
 
 def demo_lobby(settings: Settings) -> service.LobbyIn:
@@ -132,22 +136,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await Store.open(settings.database_url)
-        bus = make_bus(settings.redis_url)
+        bus = make_bus(settings.redis_url, settings.redis_prefix)
+        # this process's name in the fleet: its leases and its workers
+        process = process_name()
         app.state.settings = settings
         app.state.store = store
         app.state.bus = bus
-        app.state.workers = WorkerHub()
-        app.state.actors = ActorHub(store, bus, settings, app.state.workers)
+        app.state.process = process
+        app.state.workers = WorkerHub(bus, process, ttl=settings.lease_s)
+        app.state.actors = ActorHub(store, bus, settings, app.state.workers, owner=process)
         app.state.mirrors = MirrorHub(store, bus)
-        app.state.limiter = SeatLimiter(settings.max_sockets_per_seat,
-                                        settings.chat_limit_messages,
-                                        settings.chat_limit_seconds)
-        if settings.resume:
-            resumed = await app.state.actors.resume_all()
+        app.state.limiter = make_limiter(bus, settings.max_sockets_per_seat,
+                                         settings.chat_limit_messages,
+                                         settings.chat_limit_seconds)
+        _apps_open[0] += 1
+        demo = None
+        try:
+            await app.state.workers.start()
+            log.info("server process %s", process)
+            resumed = await app.state.actors.start(takeover=settings.resume)
             if resumed:
                 log.info("resumed %d live game(s)", len(resumed))
-        demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
-        try:
+            demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
             yield
         finally:
             if demo is not None:
@@ -155,9 +165,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await demo
             await app.state.actors.stop_all()
+            await app.state.workers.close()
             await app.state.mirrors.close()
+            await app.state.limiter.aclose()
             await bus.close()
             await store.close()
+            _apps_open[0] -= 1
+            if not _apps_open[0]:
+                # the models this process loaded for its model seats (shared by
+                # every app in the process: only the last one closes them)
+                await close_shared_backends()
 
     app = FastAPI(title="ToSSim", version=__version__, lifespan=lifespan,
                   description="Town of Salem with human and AI seats: lobbies, live games "

@@ -5,6 +5,15 @@ game (every process keeps a mirror of the games it serves and applies them);
 command channels carry seat commands to the process that runs the game, and
 reply channels carry the answer back. Thinking channels carry model seats'
 steps (thinking, tool calls, observations) to omniscient spectators.
+
+Inference workers are shared by all the processes (`tossim.server.workers`):
+the workers channel is their directory (each process with workers announces
+them there), a process's worker-request channel carries requests for its
+workers from the processes that run games, and its worker-reply channel the
+answers back.
+
+A Redis bus may put a prefix before every channel name (`redis_prefix`), so
+deployments or test runs that share one Redis never hear each other.
 """
 
 from __future__ import annotations
@@ -28,6 +37,19 @@ def thinking_channel(game_id: str) -> str:
     """Model seats' thinking, tool calls and observations as they happen; read
     only by omniscient spectators (never by seats or public viewers)."""
     return f"tossim:think:{game_id}"
+
+
+WORKERS_CHANNEL = "tossim:workers"
+
+
+def worker_request_channel(process: str) -> str:
+    """Requests for the workers connected to server process `process`."""
+    return f"tossim:wreq:{process}"
+
+
+def worker_reply_channel(process: str) -> str:
+    """Answers to the worker requests server process `process` sent."""
+    return f"tossim:wreply:{process}"
 
 
 class Subscription(Protocol):
@@ -107,17 +129,19 @@ class RedisBus:
 
     kind = "redis"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, prefix: str = "") -> None:
         import redis.asyncio as redis
 
         self.client = redis.from_url(url)
+        self.prefix = prefix  # before every channel name (and the limiter's keys)
 
     async def publish(self, channel: str, message: dict[str, Any]) -> None:
-        await self.client.publish(channel, json.dumps(message, separators=(",", ":")))
+        await self.client.publish(self.prefix + channel,
+                                  json.dumps(message, separators=(",", ":")))
 
     async def subscribe(self, channel: str) -> Subscription:
         pubsub = self.client.pubsub()
-        await pubsub.subscribe(channel)
+        await pubsub.subscribe(self.prefix + channel)
         return _RedisSubscription(pubsub)
 
     async def ping(self) -> bool:
@@ -127,5 +151,5 @@ class RedisBus:
         await self.client.aclose()
 
 
-def make_bus(redis_url: str | None) -> Bus:
-    return RedisBus(redis_url) if redis_url else MemoryBus()
+def make_bus(redis_url: str | None, prefix: str = "") -> Bus:
+    return RedisBus(redis_url, prefix) if redis_url else MemoryBus()

@@ -10,17 +10,26 @@ per-seat chat rates and socket counts.
   client hung until its own timeout.
 - `SeatLimiter`: chat and whisper rates count per seat across all of its
   sockets (five sockets on one token no longer send five times as much), and
-  a seat may hold only so many sockets at once.
+  a seat may hold only so many sockets at once. In this process; with Redis
+  (`RedisSeatLimiter`) the same counts hold across every server process of
+  the fleet, so a seat cannot spread its sockets or chats over them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import json
+import logging
 import time
+import uuid
 from collections import deque
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
 
 MAX_URL_BYTES = 8192
 
@@ -110,23 +119,36 @@ def bounded_http_protocol() -> Any:
     return BoundedURLHttpTools
 
 
+Key = tuple[str, int]  # (game id, slot)
+
+
 class SeatLimiter:
-    """Per seat (game id, slot), in this process: open sockets and recent chats."""
+    """Per seat (game id, slot), in this process: open sockets and recent chats
+    (a sliding window)."""
 
     def __init__(self, max_sockets: int, chat_messages: int, chat_seconds: float) -> None:
         self.max_sockets = max_sockets
         self.chat_messages, self.chat_seconds = chat_messages, chat_seconds
-        self.sockets: dict[tuple[str, int], int] = {}
-        self.chats: dict[tuple[str, int], deque[float]] = {}
+        self.sockets: dict[Key, int] = {}
+        self.chats: dict[Key, deque[float]] = {}
 
-    def open(self, key: tuple[str, int]) -> bool:
+    async def open(self, key: Key) -> bool:
+        """Count a new socket of this seat: False (not counted) if the seat
+        has `max_sockets` open already."""
+        return self.open_now(key)
+
+    def open_now(self, key: Key) -> bool:
         n = self.sockets.get(key, 0)
         if n >= self.max_sockets:
             return False
         self.sockets[key] = n + 1
         return True
 
-    def close(self, key: tuple[str, int]) -> None:
+    async def close(self, key: Key) -> None:
+        """One of the seat's sockets closed."""
+        self.close_now(key)
+
+    def close_now(self, key: Key) -> None:
         n = self.sockets.get(key, 0) - 1
         if n > 0:
             self.sockets[key] = n
@@ -137,14 +159,164 @@ class SeatLimiter:
                                    or time.monotonic() - recent[-1] >= self.chat_seconds):
             del self.chats[key]  # nothing left to remember
 
-    def chat_problem(self, key: tuple[str, int]) -> str | None:
+    async def chat_problem(self, key: Key) -> str | None:
         """None if this seat may chat now (and counts it), else why not."""
+        return self.chat_problem_now(key)
+
+    def chat_problem_now(self, key: Key) -> str | None:
         now = time.monotonic()
         recent = self.chats.setdefault(key, deque())
         while recent and now - recent[0] >= self.chat_seconds:
             recent.popleft()
         if len(recent) >= self.chat_messages:
-            return (f"too many chat messages from this seat: at most {self.chat_messages} "
-                    f"in {self.chat_seconds:g} seconds")
+            return self.too_many()
         recent.append(now)
         return None
+
+    def too_many(self) -> str:
+        return (f"too many chat messages from this seat: at most {self.chat_messages} "
+                f"in {self.chat_seconds:g} seconds")
+
+    async def aclose(self) -> None:
+        """Nothing to let go of in this process."""
+
+
+# Sorted sets in Redis, one per seat and kind, each a window of entries scored
+# by expiry (sockets) or by time (chats), pruned and checked in one script
+# with Redis's own clock, so every process of the fleet counts alike.
+_OPEN_SOCKET = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+"""
+_REFRESH_SOCKETS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+return 1
+"""
+_CHAT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) / 1000))
+return 1
+"""
+
+
+class RedisSeatLimiter(SeatLimiter):
+    """The same limits, counted in Redis for the whole fleet.
+
+    Chats: a sliding window per seat, as in one process. Sockets: one entry
+    per open socket, with an expiry this process pushes back every
+    SOCKET_TTL/3 seconds while the socket is open; a process that dies
+    without closing its sockets stops doing so, and its entries lapse within
+    SOCKET_TTL, so a seat is never locked out for good. If Redis fails, the
+    count falls back to this process's (logged), rather than refuse players."""
+
+    SOCKET_TTL = 30.0
+
+    def __init__(self, client: Any, prefix: str, max_sockets: int, chat_messages: int,
+                 chat_seconds: float) -> None:
+        super().__init__(max_sockets, chat_messages, chat_seconds)
+        self.client, self.prefix = client, prefix
+        self._open_script = client.register_script(_OPEN_SOCKET)
+        self._refresh_script = client.register_script(_REFRESH_SOCKETS)
+        self._chat_script = client.register_script(_CHAT)
+        self._names = itertools.count(1)
+        self._me = uuid.uuid4().hex[:12]
+        # this process's open sockets: seat -> their entries in Redis
+        self.entries: dict[Key, list[str]] = {}
+        self._refresher: asyncio.Task[None] | None = None
+
+    def _key(self, kind: str, key: Key) -> str:
+        return f"{self.prefix}tossim:{kind}:{key[0]}:{key[1]}"
+
+    async def open(self, key: Key) -> bool:
+        entry = f"{self._me}:{next(self._names)}"
+        try:
+            ok = await self._open_script(keys=[self._key("sockets", key)],
+                                         args=[entry, self.max_sockets,
+                                               int(self.SOCKET_TTL * 1000)])
+        except Exception:
+            log.warning("limits: Redis did not answer; counting this socket here",
+                        exc_info=True)
+            return self.open_now(key)
+        if not ok:
+            return False
+        self.entries.setdefault(key, []).append(entry)
+        if self._refresher is None:
+            self._refresher = asyncio.get_running_loop().create_task(
+                self._refresh(), name="limits-refresh")
+        return True
+
+    async def close(self, key: Key) -> None:
+        entries = self.entries.get(key)
+        if not entries:  # counted here while Redis was away
+            self.close_now(key)
+            return
+        entry = entries.pop()
+        if not entries:
+            del self.entries[key]
+        try:
+            await self.client.zrem(self._key("sockets", key), entry)
+        except Exception:
+            log.warning("limits: Redis did not answer; the socket's entry lapses",
+                        exc_info=True)
+
+    async def _refresh(self) -> None:
+        while True:
+            await asyncio.sleep(self.SOCKET_TTL / 3)
+            for key, entries in list(self.entries.items()):
+                if not entries:
+                    continue
+                try:
+                    await self._refresh_script(keys=[self._key("sockets", key)],
+                                               args=[int(self.SOCKET_TTL * 1000), *entries])
+                except Exception:
+                    log.warning("limits: could not refresh socket counts", exc_info=True)
+                    break
+
+    async def chat_problem(self, key: Key) -> str | None:
+        try:
+            ok = await self._chat_script(
+                keys=[self._key("chat", key)],
+                args=[self.chat_messages, int(self.chat_seconds * 1_000_000),
+                      f"{self._me}:{next(self._names)}"])
+        except Exception:
+            log.warning("limits: Redis did not answer; counting this chat here",
+                        exc_info=True)
+            return self.chat_problem_now(key)
+        return None if ok else self.too_many()
+
+    async def aclose(self) -> None:
+        """Stop refreshing, and take this process's open sockets off the count."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresher
+            self._refresher = None
+        for key, entries in list(self.entries.items()):
+            with contextlib.suppress(Exception):
+                await self.client.zrem(self._key("sockets", key), *entries)
+        self.entries.clear()
+
+
+def make_limiter(bus: Any, max_sockets: int, chat_messages: int,
+                 chat_seconds: float) -> SeatLimiter:
+    """In Redis when the bus is Redis (the whole fleet counts together), else
+    in this process."""
+    client = getattr(bus, "client", None)
+    if getattr(bus, "kind", None) == "redis" and client is not None:
+        return RedisSeatLimiter(client, getattr(bus, "prefix", ""), max_sockets,
+                                chat_messages, chat_seconds)
+    return SeatLimiter(max_sockets, chat_messages, chat_seconds)

@@ -22,8 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
+import socket
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -64,7 +67,7 @@ from tossim.server.bus import (
 )
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteSeat, WorkerHub
-from tossim.store import Store
+from tossim.store import ConflictError, Store
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,7 @@ class GameActor:
         self._sub: Subscription | None = None
         self._sub_task: asyncio.Task[None] | None = None
         self.done = asyncio.Event()
+        self.conflict = False  # stopped because another writer stored first
         # model seats' turns: how many of each seat's `turn_log` entries are
         # stored, and the last stored seq (a resumed game goes on counting)
         self.turns_stored = dict.fromkeys(self.ai, 0)
@@ -272,6 +276,12 @@ class GameActor:
                     await self.workers.forget(self.game_id)
         except asyncio.CancelledError:
             raise
+        except ConflictError as exc:
+            # another process stored this game's next commands first: it (or
+            # the process that now holds the lease) runs the game, not us
+            self.conflict = True
+            log.warning("game %s: another writer got there first (%s); this actor stops",
+                        self.game_id, exc)
         except Exception:
             log.exception("game %s: actor failed", self.game_id)
             raise
@@ -636,21 +646,121 @@ class GameActor:
             "type": "summary", "day": day, "text": text, "version": game.version})
 
 
+def process_name() -> str:
+    """A name for this server process, unique in the fleet: host, pid and a
+    random part (a restarted process on the same host and pid is another)."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class LeaseHeld(RuntimeError):
+    """Another server process holds the game's lease (it runs the game)."""
+
+
 class ActorHub:
-    """The games this process runs."""
+    """The games this process runs, each under a lease in the store.
+
+    A process runs a game's actor only while it holds the game's lease
+    (`Store.acquire_lease`): starting a game takes it (in the same
+    transaction as the start), resuming one takes it first. A keeper task
+    renews this process's leases every lease_s/3; a lease found taken by
+    another process stops its actor. With `takeover` (the `resume` setting)
+    the keeper also takes over, every lease_s/3, each live game whose lease
+    has expired (its process died) and resumes it from the stored log, which
+    is also what start-up does. A game that ends releases its lease; so does a
+    clean shutdown (`stop_all`), so another process takes those games over at
+    once.
+
+    The log has its own guard: an actor whose append finds the next commands
+    already stored (a process that lost its lease without noticing wrote
+    them) stops, and this process restarts it from the store if it still
+    holds the lease."""
+
+    MAX_RESTARTS = 5  # per game: restarts after a write conflict
 
     def __init__(self, store: Store, bus: Bus, settings: Settings,
-                 workers: WorkerHub | None = None) -> None:
+                 workers: WorkerHub | None = None, *, owner: str | None = None) -> None:
         self.store, self.bus, self.settings = store, bus, settings
         self.workers = workers
+        self.owner = owner or process_name()
+        self.lease_s = float(settings.lease_s)
         self.actors: dict[str, GameActor] = {}
+        self.leased: set[str] = set()  # games whose lease this process holds
+        self.takeover = False
+        self.restarts: dict[str, int] = {}
+        self._keeper: asyncio.Task[None] | None = None
+        self._watchers: set[asyncio.Task[None]] = set()
+        self._closing = False
+        self._scan_lock = asyncio.Lock()
+
+    async def start(self, *, takeover: bool) -> list[str]:
+        """Begin keeping leases; with `takeover`, resume every live game
+        nobody runs now and keep looking for such games. Returns the games
+        resumed now."""
+        self.takeover = takeover
+        resumed = await self.resume_all() if takeover else []
+        self._keep()
+        return resumed
+
+    def _keep(self) -> None:
+        if self._keeper is None and not self._closing:
+            self._keeper = asyncio.get_running_loop().create_task(
+                self._keep_leases(), name=f"leases-{self.owner}")
+
+    async def _keep_leases(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                await self.renew()
+                if self.takeover:
+                    resumed = await self.resume_all()
+                    if resumed:
+                        log.info("resumed %d live game(s) whose process stopped: %s",
+                                 len(resumed), ", ".join(resumed))
+            except Exception:  # the store may be down for a moment: try again
+                log.warning("leases: renewing or taking over failed", exc_info=True)
+
+    async def renew(self) -> None:
+        """Renew this process's leases; stop the actor of any game whose
+        lease another process holds now."""
+        asked = set(self.leased)
+        held = await self.store.renew_leases(self.owner, asked, self.lease_s)
+        for game_id in asked - held:
+            self.leased.discard(game_id)
+            actor = self.actors.pop(game_id, None)
+            log.warning("game %s: lease lost to another process; %s", game_id,
+                        "stopping its actor here" if actor else "not running it here")
+            if actor is not None:
+                await actor.stop()
+
+    async def _acquire(self, game_id: str, wait: float) -> bool:
+        """Take the game's lease, waiting up to `wait` seconds for another
+        owner's to expire (a process killed a moment ago still holds it)."""
+        deadline = time.monotonic() + wait
+        while True:
+            if await self.store.acquire_lease(game_id, self.owner, self.lease_s):
+                self.leased.add(game_id)
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(min(self.lease_s / 3, max(0.05, deadline - time.monotonic())))
 
     async def start_game(self, game_id: str,
                          stored: list[tuple[int, str, dict[str, Any]]] | None = None
                          ) -> GameActor:
+        """Run the game here: take its lease (waiting a little over a lease's
+        length for a dead process's to expire; LeaseHeld if another process
+        keeps it) and start its actor, resuming from `stored` (the command
+        log: re-read after a wait, since the last holder may have written)."""
         row = await self.store.get_game(game_id)
         if row is None:
             raise KeyError(game_id)
+        existing = self.actors.get(game_id)
+        if existing is not None and not existing.done.is_set():
+            return existing
+        if not await self._acquire(game_id, wait=0.0):
+            if stored is None or not await self._acquire(game_id, wait=self.lease_s * 1.5):
+                raise LeaseHeld(f"game {game_id} is run by another server process")
+            stored = await self.store.commands(game_id)
         lobby = dict(row.lobby)
         lobby["seats"] = [
             {"slot": s.slot, "kind": s.kind, "backend": s.backend, "model": s.model,
@@ -660,24 +770,90 @@ class ActorHub:
         actor = GameActor(game_id, GameConfig.from_dict(row.config), lobby, self.store,
                           self.bus, self.settings, stored, self.workers)
         self.actors[game_id] = actor
-        await actor.start()
-        asyncio.get_running_loop().create_task(self._forget_when_done(actor))
+        try:
+            await actor.start()
+        except BaseException:
+            self.actors.pop(game_id, None)
+            await actor.stop()
+            raise
+        watcher = asyncio.get_running_loop().create_task(self._watch(actor),
+                                                         name=f"watch-{game_id}")
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+        self._keep()
         return actor
 
-    async def _forget_when_done(self, actor: GameActor) -> None:
+    async def _watch(self, actor: GameActor) -> None:
+        """When an actor stops: close its subscriptions, and release the lease
+        of a game that ended; restart one that met another writer while this
+        process still holds its lease. A crashed actor keeps its lease (the
+        game waits for this process's restart rather than crash every
+        process in turn)."""
         await actor.done.wait()
-        if self.actors.get(actor.game_id) is actor:
-            del self.actors[actor.game_id]
+        game_id = actor.game_id
+        if self.actors.get(game_id) is actor:
+            del self.actors[game_id]
+        await actor.stop()  # its command subscription and tasks
+        if self._closing or game_id not in self.leased:
+            return
+        if actor.game.ended:
+            self.leased.discard(game_id)
+            self.restarts.pop(game_id, None)
+            try:
+                await self.store.release_leases(self.owner, [game_id])
+            except Exception:
+                log.warning("game %s: lease not released (it expires)", game_id,
+                            exc_info=True)
+        elif actor.conflict:
+            n = self.restarts.get(game_id, 0) + 1
+            self.restarts[game_id] = n
+            if n > self.MAX_RESTARTS:
+                log.error("game %s: %d write conflicts; not restarted here", game_id, n - 1)
+                return
+            try:
+                await self.start_game(game_id, await self.store.commands(game_id))
+                log.info("game %s: restarted from the store after a write conflict", game_id)
+            except LeaseHeld:
+                self.leased.discard(game_id)
 
     async def resume_all(self) -> list[str]:
+        """Take over and resume every live game nobody runs: no lease, or an
+        expired one. Its log is read after the lease is taken, so nothing the
+        last holder stored is missed."""
         resumed = []
-        for game_id in await self.store.live_game_ids():
-            stored = await self.store.commands(game_id)
-            await self.start_game(game_id, stored)
-            resumed.append(game_id)
+        async with self._scan_lock:
+            for game_id in await self.store.unleased_live_games():
+                if game_id in self.actors or self._closing:
+                    continue
+                if not await self._acquire(game_id, wait=0.0):
+                    continue  # another process was quicker
+                try:
+                    await self.start_game(game_id, await self.store.commands(game_id))
+                except Exception:
+                    log.exception("game %s: could not be resumed", game_id)
+                    continue
+                resumed.append(game_id)
         return resumed
 
     async def stop_all(self) -> None:
+        """Stop every actor and release this process's leases (another
+        process takes those games over at once)."""
+        self._closing = True
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._keeper
+            self._keeper = None
         for actor in list(self.actors.values()):
             await actor.stop()
         self.actors.clear()
+        for watcher in list(self._watchers):
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+        if self.leased:
+            try:
+                await self.store.release_leases(self.owner, self.leased)
+            except Exception:
+                log.warning("leases not released at shutdown (they expire)", exc_info=True)
+            self.leased.clear()

@@ -446,7 +446,8 @@ async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
         names.append(name if name not in names else f"{name} ({s.slot})")
     config = GameConfig.from_dict({**row.config, "names": names})
     try:
-        await store.start_game(game_id, config.to_dict())
+        # this process takes the game's lease with the start: it runs the game
+        await store.start_game(game_id, config.to_dict(), lease=(actors.owner, actors.lease_s))
     except ConflictError:
         raise ServiceError(409, "this game has already started") from None
     await actors.start_game(game_id)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -51,15 +51,28 @@ class Settings(BaseSettings):
     # Omniscient spectating of a live game with human seats, this many seconds late
     # (None: refused until the game ends).
     spectator_delay: float | None = None
-    # Resume live games found in the store at start-up. With several server
-    # processes on one database, exactly one should resume (the others serve).
+    # Run live games nobody runs: at start-up and then every lease_s/3, take
+    # over each live game whose lease has expired (its process died or was
+    # stopped) and resume it from the stored log. Several server processes
+    # on one database may all have it on: a lease lets only one run a game.
+    # Off: this process runs only the games it starts (and serves the rest).
     resume: bool = True
+    # Seconds a process's lease on a game lasts; the process renews its
+    # leases every lease_s/3, so another takes a game over about lease_s after
+    # its process died. Also how long a process's workers stay listed for
+    # the others without news from it. Keep it well above the clock skew
+    # between the machines and the longest stall of a process.
+    lease_s: float = Field(default=10.0, gt=0)
+    # Prefix of every Redis channel and key this server uses, so several
+    # deployments (or test runs) can share one Redis without hearing each other.
+    redis_prefix: str = ""
     # Websocket limits.
     max_message_bytes: int = 8192
     rate_limit_messages: int = 20
     rate_limit_seconds: float = 5.0
-    # Per seat, across all of its sockets (in this process): chat and whisper
-    # messages per window, and sockets open at once.
+    # Per seat, across all of its sockets: chat and whisper messages per
+    # window, and sockets open at once. Counted in Redis when `redis_url` is
+    # set (so they hold across server processes), else in this process.
     chat_limit_messages: int = 8
     chat_limit_seconds: float = 10.0
     max_sockets_per_seat: int = 4

@@ -1,12 +1,12 @@
 """Inference workers: model seats played in another process (`tossim worker`).
 
 With `inference = "workers"` the server loads no model. A worker connects to
-`/ws/workers`, says which backends it runs, and is given whole games: every
-seat of a game goes to the same worker (its prompts share a prefix cache), and
-a new game goes to the connected worker with the fewest games. The server
-stays the only writer of the game: a worker gets the seat's View (the same
-projection a browser gets) and answers with commands, which the game's actor
-checks and applies like any seat's.
+`/ws/workers` of any server process, says which backends it runs, and is
+given whole games: every seat of a game goes to the same worker (its prompts
+share a prefix cache), and a new game goes to the worker with the fewest
+games. The server stays the only writer of the game: a worker gets the seat's
+View (the same projection a browser gets) and answers with commands, which
+the game's actor checks and applies like any seat's.
 
 If a worker disconnects, its games move to another worker (or wait for one,
 within the seat's deadline) and each seat's memory is rebuilt there from all
@@ -25,6 +25,33 @@ has one, travels in the hello, never in the URL):
     worker, on failure: {"type": "failed", "id", "error"}
     server: {"type": "cancel", "id"} (the server stopped waiting for that turn)
     server: {"type": "forget", "game"} (the game ended)
+
+One fleet of workers for several server processes (a Redis bus): the
+process that runs a game's actor need not be the one a worker connected to.
+Each process's `WorkerHub` knows its own workers (`WorkerLink`) and, from the
+bus, every other process's (`RemoteWorker`), and picks the least busy of all.
+A request for a worker of another process travels over the bus and the
+worker sees no difference (the frames above are unchanged). Bus messages
+(channels in `tossim.server.bus`; `P` is a process's name, `ActorHub.owner`):
+
+    workers channel (all processes):
+      {"type": "workers", "process": P, "workers": [{"id", "name", "backends",
+       "games"}]}   P's workers, whole, on every change and every lease_s/3;
+                    an empty list when P shuts down
+      {"type": "query", "process": P}   P just started: everyone announces
+    P's worker-request channel (to P, which holds the worker):
+      {"type": "request", "rid", "worker", "reply_to", "message"}  `message` is
+                    a decide or summarize frame without its id
+      {"type": "cancel", "rid"}         the asker stopped waiting (P cancels
+                    the worker's turn as for its own requests)
+      {"type": "forget", "worker", "game"}   the game ended
+    the asker's worker-reply channel:
+      {"rid", "reply"}                  the worker's answer frame
+      {"rid", "gone": true}             the worker left before answering
+
+A process that hears nothing from P for `ttl` (lease_s) seconds drops P's
+workers and fails the requests it sent there (WorkerGone): the seat asks
+another worker, within its deadline, exactly as when a worker disconnects.
 """
 
 from __future__ import annotations
@@ -35,15 +62,23 @@ import hmac
 import itertools
 import json
 import logging
+import time
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.engine import Command, MalformedCommand, View, command_from_dict
 from tossim.inference.registry import MODEL_BACKENDS
+from tossim.server.bus import (
+    WORKERS_CHANNEL,
+    Bus,
+    Subscription,
+    worker_reply_channel,
+    worker_request_channel,
+)
 
 log = logging.getLogger(__name__)
 _background: set[asyncio.Task[None]] = set()  # fire-and-forget sends, kept alive
@@ -56,6 +91,12 @@ HELLO_TIMEOUT = 10.0
 LOOPBACK = {"127.0.0.1", "::1"}
 
 
+def _in_background(coro: Any) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
 class WorkerGone(ConnectionError):
     """The worker holding a request disconnected before answering."""
 
@@ -64,8 +105,19 @@ class WorkerReplyError(ValueError):
     """A worker's answer that does not follow the protocol."""
 
 
+class Route(Protocol):
+    """A worker a request can go to: connected here, or to another process."""
+
+    id: str
+    name: str
+    backends: set[str]
+    closed: bool
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class WorkerLink:
-    """One connected worker: its backends and its open requests."""
+    """One worker connected to this process: its backends and open requests."""
 
     def __init__(self, ws: WebSocket, backends: set[str], name: str) -> None:
         self.ws = ws
@@ -96,9 +148,7 @@ class WorkerLink:
         except asyncio.CancelledError:
             # the phase ended or the deadline passed: the worker may stop the turn
             if not self.closed:
-                task = asyncio.get_running_loop().create_task(self._cancel(rid))
-                _background.add(task)
-                task.add_done_callback(_background.discard)
+                _in_background(self._cancel(rid))
             raise
         finally:
             self.pending.pop(rid, None)
@@ -122,46 +172,293 @@ class WorkerLink:
                 fut.set_exception(WorkerGone(f"worker {self.name} disconnected"))
 
 
+class RemoteWorker:
+    """A worker connected to another server process, reached over the bus."""
+
+    def __init__(self, hub: WorkerHub, process: str, worker_id: str, name: str,
+                 backends: set[str], games: int) -> None:
+        self.hub = hub
+        self.process = process
+        self.id = worker_id
+        self.name = f"{name} (at {process})"
+        self.backends = backends
+        self.games = games  # as its process last announced
+        self.closed = False
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send a request through the worker's process and wait for the answer
+        (WorkerGone if the worker or its process goes)."""
+        if self.closed:
+            raise WorkerGone(f"worker {self.name} is gone")
+        hub = self.hub
+        rid = f"{hub.process}-{next(hub._rids)}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        hub._asked[rid] = self
+        channel = worker_request_channel(self.process)
+        try:
+            assert hub.bus is not None
+            await hub.bus.publish(channel, {
+                "type": "request", "rid": rid, "worker": self.id,
+                "reply_to": worker_reply_channel(hub.process), "message": message})
+            return await fut
+        except asyncio.CancelledError:
+            if not self.closed:
+                _in_background(self._cancel(channel, rid))
+            raise
+        finally:
+            self.pending.pop(rid, None)
+            hub._asked.pop(rid, None)
+
+    async def _cancel(self, channel: str, rid: str) -> None:
+        with contextlib.suppress(Exception):
+            assert self.hub.bus is not None
+            await self.hub.bus.publish(channel, {"type": "cancel", "rid": rid})
+
+    async def forget(self, game_id: str) -> None:
+        with contextlib.suppress(Exception):
+            assert self.hub.bus is not None
+            await self.hub.bus.publish(worker_request_channel(self.process), {
+                "type": "forget", "worker": self.id, "game": game_id})
+
+    def answer(self, rid: str, message: dict[str, Any]) -> None:
+        fut = self.pending.get(rid)
+        if fut is None or fut.done():
+            return
+        if message.get("gone") or not isinstance(message.get("reply"), dict):
+            fut.set_exception(WorkerGone(f"worker {self.name} is gone"))
+        else:
+            fut.set_result(message["reply"])
+
+    def close(self) -> None:
+        self.closed = True
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(WorkerGone(f"worker {self.name} is gone"))
+
+
 class WorkerHub:
-    """The workers connected to this server process."""
+    """The workers this server process can use: those connected to it, and,
+    with a bus shared by several processes, those connected to the others.
 
-    def __init__(self) -> None:
+    `process` names this process on the bus (the `ActorHub`'s lease owner);
+    `ttl`: seconds after which another process's workers are dropped if it
+    has not announced them again (it announces every ttl/3)."""
+
+    def __init__(self, bus: Bus | None = None, process: str | None = None, *,
+                 ttl: float = 10.0) -> None:
+        self.bus = bus
+        self.process = process or uuid.uuid4().hex[:12]
+        self.ttl = ttl
         self.links: dict[str, WorkerLink] = {}
+        # (process, worker id) -> a worker of another process
+        self.remote: dict[tuple[str, str], RemoteWorker] = {}
+        self._heard: dict[str, float] = {}  # process -> when it last announced (monotonic)
         # (game id, backend) -> the worker playing that game's seats on that backend
-        self.assigned: dict[tuple[str, str], WorkerLink] = {}
+        self.assigned: dict[tuple[str, str], Route] = {}
+        # link id -> games other processes sent to that worker of ours
+        self.forwarded: dict[str, set[str]] = {}
         self._changed = asyncio.Condition()
+        self._rids = itertools.count(1)
+        self._asked: dict[str, RemoteWorker] = {}  # request id -> where it went
+        self._serving: dict[str, asyncio.Task[None]] = {}  # requests from other processes
+        self._subs: list[Subscription] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
+    # ---- the fleet over the bus ---------------------------------------------------
+    async def start(self) -> None:
+        """Join the fleet: listen for other processes' workers and for
+        requests to ours, and ask who has workers."""
+        if self.bus is None or self._tasks:
+            return
+        for channel, handler in ((WORKERS_CHANNEL, self._on_directory),
+                                 (worker_request_channel(self.process), self._on_request),
+                                 (worker_reply_channel(self.process), self._on_reply)):
+            sub = await self.bus.subscribe(channel)
+            self._subs.append(sub)
+            self._tasks.append(asyncio.create_task(self._consume(sub, handler),
+                                                   name=f"workers-{channel}"))
+        self._tasks.append(asyncio.create_task(self._tick(), name="workers-tick"))
+        await self.bus.publish(WORKERS_CHANNEL, {"type": "query", "process": self.process})
+
+    async def close(self) -> None:
+        """Leave the fleet: the others drop this process's workers at once."""
+        for task in [*self._tasks, *self._serving.values()]:
+            task.cancel()
+        for task in [*self._tasks, *self._serving.values()]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for sub in self._subs:
+            await sub.close()
+        self._subs.clear()
+        for worker in self.remote.values():
+            worker.close()
+        if self.bus is not None and self.links:
+            with contextlib.suppress(Exception):
+                await self.bus.publish(WORKERS_CHANNEL, {
+                    "type": "workers", "process": self.process, "workers": []})
+
+    async def _consume(self, sub: Subscription, handler: Any) -> None:
+        async for msg in sub:
+            try:
+                await handler(msg)
+            except Exception:  # one bad message must not end the listener
+                log.exception("workers: a bus message could not be handled")
+
+    async def _tick(self) -> None:
+        """Announce this process's workers and drop those of silent processes."""
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            if self.links:
+                await self._announce()
+            silent = [p for p, t in self._heard.items()
+                      if time.monotonic() - t > self.ttl]
+            for process in silent:
+                log.warning("workers: no news from process %s for %.0f s; its workers "
+                            "are dropped", process, self.ttl)
+                await self._set_remote(process, [])
+
+    def _load(self, route: Route) -> int:
+        """How many games a worker plays (as far as this process knows)."""
+        mine = sum(1 for w in self.assigned.values() if w is route)
+        if isinstance(route, RemoteWorker):
+            return max(route.games, mine)
+        return len({g for (g, _), w in self.assigned.items() if w is route}
+                   | self.forwarded.get(route.id, set()))
+
+    async def _announce(self) -> None:
+        if self.bus is None:
+            return
+        workers = [{"id": w.id, "name": w.name, "backends": sorted(w.backends),
+                    "games": self._load(w)} for w in self.links.values() if not w.closed]
+        with contextlib.suppress(Exception):
+            await self.bus.publish(WORKERS_CHANNEL, {"type": "workers",
+                                                     "process": self.process,
+                                                     "workers": workers})
+
+    async def _on_directory(self, msg: dict[str, Any]) -> None:
+        process = msg.get("process")
+        if not isinstance(process, str) or process == self.process:
+            return
+        if msg.get("type") == "query":
+            if self.links:
+                await self._announce()
+            return
+        if msg.get("type") == "workers" and isinstance(msg.get("workers"), list):
+            await self._set_remote(process, [w for w in msg["workers"] if isinstance(w, dict)])
+
+    async def _set_remote(self, process: str, workers: list[dict[str, Any]]) -> None:
+        """Another process's workers, as it announced them (all of them)."""
+        async with self._changed:
+            if workers:
+                self._heard[process] = time.monotonic()
+            else:
+                self._heard.pop(process, None)
+            ids = set()
+            for w in workers:
+                wid = str(w.get("id"))
+                ids.add(wid)
+                backends = {b for b in w.get("backends") or [] if b in MODEL_BACKENDS}
+                games = w.get("games")
+                known = self.remote.get((process, wid))
+                if known is None:
+                    self.remote[(process, wid)] = RemoteWorker(
+                        self, process, wid, str(w.get("name") or "worker")[:64], backends,
+                        games if isinstance(games, int) else 0)
+                    log.info("worker %s of process %s is available here", wid, process)
+                else:
+                    known.backends = backends
+                    known.games = games if isinstance(games, int) else known.games
+            for key in [k for k in self.remote if k[0] == process and k[1] not in ids]:
+                worker = self.remote.pop(key)
+                worker.close()
+                for game in [g for g, w in self.assigned.items() if w is worker]:
+                    del self.assigned[game]
+            self._changed.notify_all()
+
+    async def _on_request(self, msg: dict[str, Any]) -> None:
+        kind, rid = msg.get("type"), str(msg.get("rid"))
+        if kind == "request":
+            task = asyncio.create_task(self._serve(rid, msg), name=f"wreq-{rid}")
+            self._serving[rid] = task
+            task.add_done_callback(lambda _t: self._drop_serving(rid))
+        elif kind == "cancel":
+            serving = self._serving.pop(rid, None)
+            if serving is not None:
+                serving.cancel()
+        elif kind == "forget":
+            link = self.links.get(str(msg.get("worker")))
+            game = str(msg.get("game"))
+            for games in self.forwarded.values():
+                games.discard(game)
+            if link is not None:
+                with contextlib.suppress(Exception):
+                    await link.send({"type": "forget", "game": game})
+
+    def _drop_serving(self, rid: str) -> None:
+        self._serving.pop(rid, None)
+
+    async def _serve(self, rid: str, msg: dict[str, Any]) -> None:
+        """Pass another process's request to our worker; send back the answer."""
+        assert self.bus is not None
+        reply_to, message = msg.get("reply_to"), msg.get("message")
+        if not isinstance(reply_to, str) or not isinstance(message, dict):
+            return
+        link = self.links.get(str(msg.get("worker")))
+        answer: dict[str, Any] = {"rid": rid, "gone": True}
+        if link is not None and not link.closed:
+            if isinstance(message.get("game"), str):
+                self.forwarded.setdefault(link.id, set()).add(message["game"])
+            with contextlib.suppress(WorkerGone):
+                answer = {"rid": rid, "reply": await link.request(message)}
+        await self.bus.publish(reply_to, answer)
+
+    async def _on_reply(self, msg: dict[str, Any]) -> None:
+        rid = str(msg.get("rid"))
+        worker = self._asked.get(rid)
+        if worker is not None:
+            worker.answer(rid, msg)
+
+    # ---- this process's workers -----------------------------------------------------
     async def add(self, link: WorkerLink) -> None:
         async with self._changed:
             self.links[link.id] = link
             self._changed.notify_all()
         log.info("worker %s (%s) connected: %s", link.name, link.id, sorted(link.backends))
+        await self._announce()
 
     async def remove(self, link: WorkerLink) -> None:
         link.close()
         async with self._changed:
             self.links.pop(link.id, None)
+            self.forwarded.pop(link.id, None)
             games = self.games_of(link)
             for key in [k for k, w in self.assigned.items() if w is link]:
                 del self.assigned[key]
             self._changed.notify_all()
         log.info("worker %s (%s) disconnected; its %d game(s) move", link.name, link.id,
                  len(games))
+        await self._announce()
 
-    def games_of(self, link: WorkerLink) -> set[str]:
+    def games_of(self, link: Route) -> set[str]:
         return {game for (game, _), w in self.assigned.items() if w is link}
 
-    async def link_for(self, game_id: str, backend: str) -> WorkerLink:
+    async def link_for(self, game_id: str, backend: str) -> Route:
         """The game's worker; a new game (or one whose worker left) goes to
-        the least busy worker offering `backend`, waiting for one to connect."""
+        the least busy worker offering `backend`, here or at another process
+        (this process's first when equally busy), waiting for one to connect."""
         async with self._changed:
             while True:
                 link = self.assigned.get((game_id, backend))
                 if link is not None and not link.closed:
                     return link
-                able = [w for w in self.links.values() if backend in w.backends and not w.closed]
+                everyone: list[Route] = [*self.links.values(), *self.remote.values()]
+                able = [w for w in everyone if backend in w.backends and not w.closed]
                 if able:
-                    link = min(able, key=lambda w: (len(self.games_of(w)), w.id))
+                    link = min(able, key=lambda w: (self._load(w),
+                                                    isinstance(w, RemoteWorker), w.id))
                     self.assigned[(game_id, backend)] = link
                     return link
                 await self._changed.wait()
@@ -169,9 +466,14 @@ class WorkerHub:
     async def forget(self, game_id: str) -> None:
         """The game ended: its worker may drop the game's seats and caches."""
         links = {self.assigned.pop(k) for k in [k for k in self.assigned if k[0] == game_id]}
+        for games in self.forwarded.values():
+            games.discard(game_id)
         for link in links:
-            with contextlib.suppress(Exception):
-                await link.send({"type": "forget", "game": game_id})
+            if isinstance(link, RemoteWorker):
+                await link.forget(game_id)
+            elif isinstance(link, WorkerLink):
+                with contextlib.suppress(Exception):
+                    await link.send({"type": "forget", "game": game_id})
 
     async def summarize(self, game_id: str, backend: str, public: View, day: int,
                         seed: int) -> str:
@@ -224,7 +526,7 @@ class RemoteSeat:
             self.link_id = link.id
             return self._commands(reply, link)
 
-    def _commands(self, reply: dict[str, Any], link: WorkerLink) -> list[Command]:
+    def _commands(self, reply: dict[str, Any], link: Route) -> list[Command]:
         if reply.get("type") == "failed":
             raise WorkerReplyError(f"worker {link.name} failed: {reply.get('error')!r}"[:300])
         raw, turn = reply.get("commands"), reply.get("turn")

@@ -78,7 +78,7 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
         return
     limiter = ws.app.state.limiter
     key = (game_id, seat.slot)
-    if not limiter.open(key):
+    if not await limiter.open(key):
         await ws.close(code=CLOSE_TOO_MANY, reason=f"this seat has {limiter.max_sockets} "
                                                    "sockets open already")
         return
@@ -86,7 +86,7 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
         await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
                          since=asked).run()
     finally:
-        limiter.close(key)
+        await limiter.close(key)
 
 
 async def first_message(ws: WebSocket, kind: str,
@@ -397,7 +397,8 @@ class Connection:
             # player reverse or hide what others read
             command = {**command, "text": strip_format(command["text"])}
         if command.get("type") in ("chat", "whisper"):
-            problem = self.ws.app.state.limiter.chat_problem((self.game_id, self.slot))
+            problem = await self.ws.app.state.limiter.chat_problem((self.game_id,
+                                                                    self.slot))
             if problem is not None:
                 await self.send({"type": "error", "version": version, "error": problem})
                 return

@@ -8,6 +8,7 @@ The schema is made only by the Alembic migrations in `migrations/`.
 """
 
 from tossim.store.arenas import ArenaGameRow, ArenaRow
+from tossim.store.leases import LeaseRow
 from tossim.store.store import (
     DEFAULT_URL,
     FORMAT,
@@ -28,6 +29,7 @@ __all__ = [
     "ConflictError",
     "GameNotFound",
     "GameRow",
+    "LeaseRow",
     "SeatRow",
     "Store",
     "StoreError",

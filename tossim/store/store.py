@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from sqlalchemy.pool import StaticPool
 from tossim.store import migrate as _migrate
 from tossim.store import tables as T
 from tossim.store.arenas import ArenaQueries
+from tossim.store.leases import LeaseQueries
 
 DEFAULT_URL = "sqlite+aiosqlite:///./tossim.db"
 FORMAT = 1  # tossim.replay.LOG_FORMAT: the format version of a stored game
@@ -212,7 +213,7 @@ SELECT count(*) FROM g
 """
 
 
-class Store(ArenaQueries):
+class Store(ArenaQueries, LeaseQueries):
     """Stored games. Make one with `await Store.open(url)`; share it; `close()`
     at shutdown. Every method is a coroutine and safe to call concurrently."""
 
@@ -347,22 +348,42 @@ class Store(ArenaQueries):
             seats = await self._seats_of(conn, [r.id for r in rows])
         return [_game(r, seats[r.id]) for r in rows]
 
-    async def start_game(self, game_id: str, config: dict[str, Any]) -> None:
+    async def start_game(self, game_id: str, config: dict[str, Any], *,
+                         lease: tuple[str, float] | None = None) -> None:
         """Lobby to live: store the final config (names filled in) and set the
-        status to "live". Raises ConflictError if the game is not a lobby any
-        more (started twice, or concurrently), GameNotFound if there is none."""
-        async with self._tx() as conn:
-            res = await conn.execute(
-                sa.update(T.games)
-                .where(T.games.c.id == game_id, T.games.c.status == "lobby")
-                .values(config=config, ruleset=str(config.get("ruleset", "")),
-                        status="live", updated_at=_now()))
-            if res.rowcount != 1:
-                status = (await conn.execute(sa.select(T.games.c.status)
-                                             .where(T.games.c.id == game_id))).scalar()
-                if status is None:
-                    raise GameNotFound(game_id)
-                raise ConflictError(f"game {game_id} is {status}, not a lobby")
+        status to "live". With `lease=(owner, seconds)`, `owner` takes the
+        game's lease in the same transaction, so no other process can see the
+        game live and unleased (and take it over) before its actor starts.
+        Raises ConflictError if the game is not a lobby any more (started
+        twice, or concurrently) or another owner holds its lease, GameNotFound
+        if there is none."""
+        now = _now()
+        try:
+            async with self._tx() as conn:
+                res = await conn.execute(
+                    sa.update(T.games)
+                    .where(T.games.c.id == game_id, T.games.c.status == "lobby")
+                    .values(config=config, ruleset=str(config.get("ruleset", "")),
+                            status="live", updated_at=now))
+                if res.rowcount != 1:
+                    status = (await conn.execute(sa.select(T.games.c.status)
+                                                 .where(T.games.c.id == game_id))).scalar()
+                    if status is None:
+                        raise GameNotFound(game_id)
+                    raise ConflictError(f"game {game_id} is {status}, not a lobby")
+                if lease is not None:
+                    owner, seconds = lease
+                    until = now + timedelta(seconds=seconds)
+                    L = T.game_leases
+                    res = await conn.execute(
+                        sa.update(L).where(L.c.game_id == game_id,
+                                           sa.or_(L.c.owner == owner, L.c.expires_at < now))
+                        .values(owner=owner, expires_at=until, acquired_at=now))
+                    if res.rowcount != 1:  # no row yet (else: another owner's)
+                        await conn.execute(sa.insert(L).values(
+                            game_id=game_id, owner=owner, expires_at=until, acquired_at=now))
+        except IntegrityError as exc:
+            raise ConflictError(f"game {game_id}: another process holds its lease") from exc
 
     async def live_game_ids(self) -> list[str]:
         """Ids of games with status "live", oldest first (to resume at start-up)."""

@@ -138,3 +138,16 @@ seat_turns = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+# Which server process runs each live game (tossim/store/leases.py): the
+# process's name (generated at its start) and when its claim runs out unless
+# renewed. A process starts a game's actor only while it holds the lease.
+game_leases = sa.Table(
+    "game_leases", metadata,
+    sa.Column("game_id", sa.String(32), sa.ForeignKey("games.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("acquired_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index(None, "owner"),
+)
