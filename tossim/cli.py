@@ -196,7 +196,8 @@ def serve(
     redis: str | None = typer.Option(None, help="Redis URL: share live games between "
                                                 "several server processes."),
     demo: bool = typer.Option(False, help="Keep a 15-seat all-AI match running to watch."),
-    resume: bool = typer.Option(True, help="Resume the live games found in the store."),
+    resume: bool = typer.Option(True, help="Take over live games nobody runs (at start-up, "
+                                           "and whenever a process's lease on one expires)."),
     inference: str | None = typer.Option(
         None, help="Where model seats run: local (this process) or workers (`tossim "
                    "worker` processes; default $TOSSIM_INFERENCE or local)."),

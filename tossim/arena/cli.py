@@ -99,7 +99,7 @@ async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, player
 
     console = Console(stderr=True)
     store = await Store.open(settings.database_url)
-    bus = make_bus(settings.redis_url)
+    bus = make_bus(settings.redis_url, settings.redis_prefix)
     try:
         if entries is None:  # resume a stored arena by its id alone
             stored = await store.get_arena(arena_id)

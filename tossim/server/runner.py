@@ -772,9 +772,13 @@ class ActorHub:
         self.actors[game_id] = actor
         try:
             await actor.start()
-        except BaseException:
+        except BaseException as exc:
             self.actors.pop(game_id, None)
             await actor.stop()
+            if isinstance(exc, ConflictError):  # another writer: let the lease go
+                self.leased.discard(game_id)
+                with contextlib.suppress(Exception):
+                    await self.store.release_leases(self.owner, [game_id])
             raise
         watcher = asyncio.get_running_loop().create_task(self._watch(actor),
                                                          name=f"watch-{game_id}")
