@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +30,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tossim.agents.scripted import ScriptedBot
-from tossim.engine import GameConfig, View
+from tossim.engine import GameConfig, PhaseTimeout, View, apply
 from tossim.inference import registry
 from tossim.inference.worker import Worker
 from tossim.replay import event_lines, rerun
@@ -36,7 +38,7 @@ from tossim.server.app import create_app
 from tossim.server.bus import MemoryBus, command_channel
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteWorker, WorkerGone, WorkerHub, WorkerLink
-from tossim.store import Store
+from tossim.store import ConflictError, Store
 
 from .support import (
     PLAIN_TOWN,
@@ -374,3 +376,66 @@ async def test_shared_backends_are_closed_by_the_last_app_of_the_process(
             pass
         assert closed == [] and ("local", "test") in registry._shared  # one app still runs
     assert closed == [model] and ("local", "test") not in registry._shared
+
+
+async def test_a_process_that_lost_a_game_s_lease_stops_running_it(
+        server_factory: ServerFactory) -> None:
+    """Another process took the game over (this one stalled past its lease):
+    at its next renewal this process finds out and stops its actor, so the
+    game has one writer again."""
+    server = await server_factory(lease_s=0.6, time_scale=100.0)
+    hub = server.app.state.actors
+    game_id = await create_game(server.client, players=7, seed=9)  # standard speed
+    assert game_id in hub.actors
+    lease = await server.store.lease(game_id)
+    assert lease is not None and lease.owner == hub.owner
+    # as another process would, once the lease looked expired to it
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert await server.store.acquire_lease(game_id, "the-other-process", 60, now=later)
+    for _ in range(200):
+        if game_id not in hub.actors:
+            break
+        await asyncio.sleep(0.02)
+    assert game_id not in hub.actors and game_id not in hub.leased
+    lease = await server.store.lease(game_id)
+    assert lease is not None and lease.owner == "the-other-process"  # left alone
+    assert (await server.client.get("/api/health")).json()["live_games"] == 0
+
+
+async def test_a_write_from_a_stale_process_is_fenced_and_the_game_goes_on(
+        server_factory: ServerFactory, caplog: pytest.LogCaptureFixture) -> None:
+    """A process that lost its lease without noticing stores one more batch:
+    the lease holder's next write conflicts, its actor restarts from the
+    store (the stale batch included) and the game ends with one history."""
+    caplog.set_level(logging.INFO, logger="tossim.server.runner")
+    server = await server_factory(pace=0.05)
+    hub = server.app.state.actors
+    game_id = await create_game(server.client, players=7, speed="paced", seed=21)
+    await wait_game(server.client, game_id, lambda s: s["version"] > 20)
+    store = server.store
+    for _ in range(50):  # as the stale process would: one command after the log
+        row = await store.get_game(game_id)
+        commands = await store.commands(game_id)
+        game = rerun(GameConfig.from_dict(row.config), [d for _s, _o, d in commands])
+        events = apply(game, PhaseTimeout(game.phase_seq))
+        try:
+            await store.append(game_id, [(len(commands) + 1, "stale", game.commands[-1])],
+                               [e.to_dict() for e in events], day=game.day,
+                               phase=game.phase.value)
+            break
+        except ConflictError:
+            continue  # the actor stored first: try again after it
+    else:
+        raise AssertionError("the stale write never got in")
+    final = await wait_game(server.client, game_id, is_finished, timeout=120)
+    assert "restarted from the store after a write conflict" in caplog.text
+    commands = await store.commands(game_id)
+    assert [s for s, _o, _d in commands] == list(range(1, len(commands) + 1))
+    assert [o for _s, o, _d in commands].count("stale") == 1
+    game = rerun(GameConfig.from_dict((await store.get_game(game_id)).config),
+                 [d for _s, _o, d in commands])
+    assert game.ended and game.result == final["result"]
+    stored = await store.events(game_id)
+    assert [json.dumps(e, sort_keys=True, ensure_ascii=False) for e in stored] == \
+        event_lines(game)[stored[0]["v"] - 1:]
+    assert await store.lease(game_id) is None and not hub.leased
