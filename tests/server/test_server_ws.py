@@ -19,6 +19,7 @@ from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, Game, GameConfig, Vi
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.view import project_event, visible_events
 from tossim.replay import rerun
+from tossim.server import ws as ws_module
 
 from .support import (
     PLAIN_TOWN,
@@ -338,17 +339,21 @@ class SocketLeakCheck:
 
 
 async def watch_all(server: Server, game_id: str, viewers: list[str]) -> dict[str, WS]:
-    """One socket per viewer, each read to the end of the game."""
+    """One socket per viewer, each read to the end of the game. Every other
+    one negotiates no compression: the server writes its pushes as shared
+    frames straight to the transport; the others (permessage-deflate) get
+    theirs through ASGI sends."""
     out: dict[str, WS] = {}
 
-    async def one(viewer: str) -> None:
-        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={viewer}") as ws:
+    async def one(i: int, viewer: str) -> None:
+        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={viewer}",
+                                     compression=None if i % 2 else "deflate") as ws:
             hello = await ws.recv()
             assert hello["type"] == "hello"
             await ws.until(finished, timeout=120)
             out[viewer] = ws
 
-    await asyncio.gather(*(one(v) for v in viewers))
+    await asyncio.gather(*(one(i, v) for i, v in enumerate(viewers)))
     return out
 
 
@@ -357,7 +362,11 @@ async def test_sockets_leak_nothing(server_factory: ServerFactory, seed: int) ->
     """A paced 15-seat all-AI game watched from every seat and by the public."""
     server = await server_factory(pace=0.004)
     game_id = await create_game(server.client, players=15, speed="paced", seed=seed)
+    sent = dict(ws_module.PUSHES_SENT)
     sockets = await watch_all(server, game_id, ["public", *map(str, range(1, 16))])
+    # both ways of sending a push were taken (and are checked below)
+    for path in ("frame", "asgi"):
+        assert ws_module.PUSHES_SENT[path] > sent.get(path, 0), path
     await wait_game(server.client, game_id, is_finished)
     rp = (await server.client.get(f"/api/games/{game_id}/replay",
                                   params={"viewer": "omniscient"})).json()
@@ -387,8 +396,6 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
     """The game moves on while a push is being sent: the socket still follows
     (it must not wait for the next change, which in a quiet phase may be the
     phase's end)."""
-    from tossim.server import ws as ws_module
-
     server = await server_factory(time_scale=100.0)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
     await wait_game(server.client, game_id, lambda s: s["version"] >= 2)  # public events
