@@ -6,6 +6,7 @@ the games finished, and every spectator's events equal a fresh replay's
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from tossim.bench_server import BenchConfig, report_lines, run_bench
@@ -28,6 +29,17 @@ async def test_bench_server_smoke() -> None:
     lines = report_lines([result])
     assert any("lost 0, duplicated 0" in line for line in lines)
     assert any("load generator: 2 processes" in line for line in lines)
+
+
+async def test_bench_server_compressed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With compression on in the server, the load generator's spectators
+    inflate what they receive and the check still holds."""
+    monkeypatch.setenv("TOSSIM_WS_COMPRESSION", "true")
+    result = await run_bench(BenchConfig(games=1, spectators=3, speed="fast", duration=120,
+                                         clients=1))
+    assert result.deflate == result.connected == result.checked == 3
+    assert result.lost == result.duplicated == result.altered == result.unexpected == 0
+    assert result.ok, result.errors
 
 
 def test_bench_server_command_rejects_bad_speed() -> None:
