@@ -327,12 +327,18 @@ class Connection:
         mirror = self.mirror
         if (mirror is not None and self.idle and not self.wake.is_set()
                 and not self.send_lock.locked() and self._can_write()):
+            before = (self.sent, self.sent_deadline, self.seq, self.sent_state)
             push = self._next(mirror, False)
-            if push is not None:
-                assert self.direct is not None
-                PUSHES_SENT["frame"] += 1
+            if push is None:
+                return
+            assert self.direct is not None
+            try:
                 self.direct.transport.write(push.frame)
-            return
+            except Exception:  # not sent: the task sends it (or finds the socket gone)
+                self.sent, self.sent_deadline, self.seq, self.sent_state = before
+            else:
+                PUSHES_SENT["frame"] += 1
+                return
         self.wake.set()
 
     def _can_write(self) -> bool:
