@@ -1,9 +1,12 @@
 """`tossim bench server`: a real server under spectator load, and its figures.
 
 `run_bench` starts the server (`tossim serve`) in a subprocess on loopback,
-creates all-AI lobbies over HTTP and starts them, connects websocket
+creates all-AI lobbies over HTTP and starts them, and connects websocket
 spectators spread over the games (public, omniscient and player points of
-view) from this one asyncio process, and measures what they receive:
+view) from load-generator processes: `clients` of them (one per CPU by
+default), each with its own event loop, the spectators dealt round robin, so
+one process's receive loop is not the bottleneck. It measures what they
+receive:
 
 - events and messages delivered per second (summed over spectators) in the
   measuring window: for fast games from the first start until every spectator
@@ -15,6 +18,10 @@ view) from this one asyncio process, and measures what they receive:
   before it connected and is not counted. A message's `published_at` is its
   newest batch's, so each event's latency from its own batch is also given
   (`event_latencies`, a lower bound);
+- the load generator's own share of that: each process samples how late its
+  event loop wakes (every `LAG_TICK` s) and its CPU time; a message that
+  arrives while the loop is late is read that much later, so lag comparable
+  to the latency means the figure measures the client, not the server;
 - correctness: every spectator's event versions strictly increase, and its
   events equal those of a fresh `GET /api/games/{id}/replay?viewer=...` for the
   same viewer up to the last version it was sent (no event lost, duplicated,
@@ -23,23 +30,29 @@ view) from this one asyncio process, and measures what they receive:
   dependency), and the whole machine's, from /proc/stat: on a shared machine
   the figures are only as good as its quiet.
 
-The load generator runs with its garbage collector off (it keeps every event
-it receives, and full collections paused it for up to 0.5 s, which showed as
-delivery latency). With TOSSIM_BENCH_PROFILE=FILE the server runs under
-cProfile and writes its stats to FILE when it stops.
+While connected a spectator does as little as it can per message: it keeps
+the bytes and the receive time, and looks for the game's end with a substring
+test; every message is parsed, counted and checked after the run has stopped.
+The load-generator processes run with their garbage collectors off (full
+collections paused a generator that kept every parsed event for up to 0.5 s,
+which showed as delivery latency). With TOSSIM_BENCH_PROFILE=FILE the server
+runs under cProfile and writes its stats to FILE when it stops.
 
 It is bounded: a fixed number of games and spectators, a measuring window
 capped by `duration`, timeouts on every other step, and it stops the server
-before returning. It prints nothing; `report_lines` formats results.
+and the load generators before returning. It prints nothing; `report_lines`
+formats results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import bisect
 import contextlib
 import gc
 import json
+import multiprocessing
 import os
 import resource
 import signal
@@ -47,14 +60,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
-from websockets.asyncio.client import connect
 
 PLAYERS = 15
 # The viewers of a game's spectators, in turn: half public, a fifth
@@ -67,6 +83,7 @@ SETUP_TIMEOUT = 120.0  # seconds for the server to start, and for lobbies and st
 CHECK_TIMEOUT = 300.0  # seconds for the replays of the correctness check
 FAST_CAP = 300.0  # default measuring window cap for fast games (paced: 30 s)
 PACED_CAP = 30.0
+LAG_TICK = 0.01  # seconds between a load-generator process's event-loop lag samples
 
 
 @dataclass
@@ -82,6 +99,7 @@ class BenchConfig:
     compression: bool = True  # permessage-deflate, as browsers negotiate it
     seed: int = 1
     label: str = "run"
+    clients: int | None = None  # load-generator processes (None: `default_clients`)
 
     @property
     def cap(self) -> float:
@@ -134,7 +152,13 @@ class BenchResult:
     replays: int = 0  # replays fetched
     server_cpu: float = 0.0  # server CPU seconds (user + system) during the window
     server_cpu_total: float = 0.0  # from server start to before it was stopped
-    client_cpu: float = 0.0  # this process's CPU seconds during the window
+    client_cpu: float = 0.0  # the load-generator processes' CPU seconds in the window, summed
+    clients: int = 1  # load-generator processes
+    client_busiest: float = 0.0  # the busiest one's CPU seconds per window second
+    # the load generators' event-loop lag samples in the window: how late they
+    # woke, every LAG_TICK s; what they show is delay on the client's side
+    client_lags: list[float] = field(repr=False, default_factory=list)
+    deflate: int = 0  # spectators whose server negotiated permessage-deflate
     server_rss_mb: float = 0.0  # the server's peak resident memory
     machine_busy: float = 0.0  # the fraction of all the machine's CPU time busy in the window
     errors: list[str] = field(default_factory=list)
@@ -157,26 +181,6 @@ class BenchResult:
     def ok(self) -> bool:
         return not (self.lost or self.duplicated or self.out_of_order or self.altered
                     or self.unexpected or self.failed or self.checked < self.connected)
-
-
-@dataclass
-class _Spectator:
-    index: int
-    game: int
-    game_id: str
-    viewer: str
-    events: list[dict[str, Any]] = field(default_factory=list)
-    messages: int = 0
-    catchup: int = 0
-    last_version: int = 0  # `version` of the last events message
-    last_v: int = 0  # `v` of the last event received
-    out_of_order: int = 0
-    # (received, published_at, version, event v's) of each events message but
-    # the catch-up, and whether it came in the window
-    log: list[tuple[float, float, int, list[int], bool]] = field(default_factory=list)
-    hello: bool = False
-    ended: bool = False
-    error: str | None = None
 
 
 def viewer_for(j: int, games: int) -> tuple[int, str]:
@@ -316,84 +320,503 @@ class ServerProcess:
             return ""
 
 
-class _Shared:
-    """What the spectators of one run record together. Events, messages and
-    latencies are counted only while `counting` (the measuring window)."""
+@dataclass
+class _Spectator:
+    """One websocket spectator, in a load-generator process. While connected
+    it only keeps each message's bytes and receive time (the cheapest honest
+    record); they are parsed once the run has stopped (`parse`)."""
 
-    def __init__(self, spectators: int) -> None:
-        self.counting = False
-        self.events = 0
-        self.messages = 0
-        self.latencies: list[float] = []
-        self.setup_latencies: list[float] = []  # before the window (paced runs)
-        self.hellos = 0
-        self.connect_times: list[float] = []  # handshake to hello, seconds
-        self.spectators = spectators
-        self.all_connected = asyncio.Event()
-        self.remaining = spectators
-        self.all_done = asyncio.Event()
-        if spectators == 0:
-            self.all_connected.set()
-            self.all_done.set()
+    index: int
+    game: int
+    game_id: str
+    viewer: str
+    raw: list[tuple[float, bytes]] = field(default_factory=list)
+    hello: bool = False
+    ended: bool = False
+    deflate: bool = False  # the server accepted permessage-deflate
+    error: str | None = None
+    # filled in by `parse`
+    events: list[dict[str, Any]] = field(default_factory=list)
+    catchup: int = 0
+    last_version: int = 0  # `version` of the last events message
+    out_of_order: int = 0
+    # (received, published_at, version, event v's) of each events message but
+    # the catch-up, and whether it came in the window
+    log: list[tuple[float, float, int, list[int], bool]] = field(default_factory=list)
+
+    def parse(self, t0: float, t1: float, out: _Counts) -> None:
+        """Parse what was received and count it: messages and events received
+        in the window [t0, t1] (wall time), each message's latency (in the
+        window or, before it, the setup latencies), the versions sent by t0
+        and t1. The first events message is a catch-up of what happened
+        before the connection and has no latency."""
+        first_events = True
+        last_v = 0
+        for received, data in self.raw:
+            counting = t0 <= received <= t1
+            out.messages += counting
+            msg = json.loads(data)
+            if msg.get("type") != "events":
+                continue
+            events = msg["events"]
+            for e in events:
+                if e["v"] <= last_v:
+                    self.out_of_order += 1
+                last_v = max(last_v, e["v"])
+            self.events.extend(events)
+            version = int(msg["version"])
+            self.last_version = max(self.last_version, version)
+            if received <= t0:
+                out.version0[self.game] = max(out.version0.get(self.game, 0), version)
+            if received <= t1:
+                out.version1[self.game] = max(out.version1.get(self.game, 0), version)
+            if counting:
+                out.events += len(events)
+            if first_events:
+                first_events = False
+                self.catchup = len(events)
+            elif msg.get("published_at") is not None and received <= t1:
+                published = float(msg["published_at"])
+                (out.latencies if counting else out.setup_latencies).append(received - published)
+                self.log.append((received, published, version, [e["v"] for e in events],
+                                 counting))
+        self.raw = []
 
 
-async def _spectate(ws_base: str, spec: _Spectator, shared: _Shared,
-                    gate: asyncio.Semaphore, compression: bool) -> None:
-    url = f"{ws_base}/ws/games/{spec.game_id}/watch?viewer={spec.viewer}"
+@dataclass
+class _Counts:
+    """What a load-generator process measured, merged over processes by the
+    parent (`merge`)."""
+
+    events: int = 0
+    messages: int = 0
+    latencies: list[float] = field(default_factory=list)
+    setup_latencies: list[float] = field(default_factory=list)
+    version0: dict[int, int] = field(default_factory=dict)  # game -> version sent by t0
+    version1: dict[int, int] = field(default_factory=dict)  # ... and by t1
+    connect_times: list[float] = field(default_factory=list)
+    # (game, viewer, log) of each spectator: for `event_latencies`
+    logs: list[tuple[int, str, list[tuple[float, float, int, list[int], bool]]]] = field(
+        default_factory=list)
+    diffs: Counter[str] = field(default_factory=Counter)
+    checked: int = 0
+    connected: int = 0
+    failed: int = 0
+    catchup: int = 0
+    incomplete: int = 0
+    deflate: int = 0  # spectators whose messages came compressed
+    errors: list[str] = field(default_factory=list)
+    cpu: float = 0.0  # the process's CPU seconds in the window
+    cpu_fraction: float = 0.0  # ... as a fraction of the window
+    lags: list[float] = field(default_factory=list)  # its event-loop lag samples in the window
+
+    def merge(self, other: _Counts) -> None:
+        self.events += other.events
+        self.messages += other.messages
+        self.latencies += other.latencies
+        self.setup_latencies += other.setup_latencies
+        for mine, theirs in ((self.version0, other.version0), (self.version1, other.version1)):
+            for g, v in theirs.items():
+                mine[g] = max(mine.get(g, 0), v)
+        self.connect_times += other.connect_times
+        self.logs += other.logs
+        self.diffs.update(other.diffs)
+        self.checked += other.checked
+        self.connected += other.connected
+        self.failed += other.failed
+        self.catchup += other.catchup
+        self.incomplete += other.incomplete
+        self.deflate += other.deflate
+        self.errors += other.errors
+        self.cpu += other.cpu
+        self.cpu_fraction = max(self.cpu_fraction, other.cpu_fraction)
+        self.lags += other.lags
+
+
+def _is_end(data: bytes) -> bool:
+    """Whether an events message shows the game over. Most messages carry
+    `"result":null` and no ended phase, and are not parsed at all."""
+    if b'"result":null' in data and b'"phase":"ended"' not in data:
+        return False
+    msg = json.loads(data)
+    state = msg.get("state") or {}
+    return msg.get("type") == "events" and (
+        state.get("result") is not None or state.get("phase") == "ended")
+
+
+class _Reader(asyncio.Protocol):
+    """A bare websocket client for one spectator (RFC 6455, text frames in,
+    control frames answered), so that reading costs the load generator as
+    little Python as possible: no task wakes per message, one receive time
+    per chunk the kernel hands over (the messages in it arrived together),
+    and per message only the bytes kept and the end test. permessage-deflate
+    is offered when asked for and inflated if the server accepts it."""
+
+    def __init__(self, spec: _Spectator, path: str, host: str, compression: bool,
+                 report: Callable[[tuple[Any, ...]], None], began: float) -> None:
+        self.spec, self.path, self.host = spec, path, host
+        self.compression, self.report, self.began = compression, report, began
+        self.transport: asyncio.Transport | None = None
+        self.buf = b""
+        self.open = False
+        self.inflate: Any = None
+        self.fragments: list[bytes] = []
+        self.fragment_compressed = False
+        self.stopping = False  # closed by us: not an error
+        loop = asyncio.get_running_loop()
+        self.opened: asyncio.Future[None] = loop.create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
+        key = base64.b64encode(os.urandom(16)).decode()
+        offer = ("Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+                 if self.compression else "")
+        self.transport.write((f"GET {self.path} HTTP/1.1\r\nHost: {self.host}\r\n"
+                         f"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                         f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                         f"{offer}\r\n").encode())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish(None if self.spec.ended or self.stopping
+                     else f"connection lost ({exc or 'closed'})")
+
+    def _finish(self, error: str | None) -> None:
+        if not self.done.done():
+            if error is not None and self.spec.error is None:
+                self.spec.error = error
+            self.done.set_result(None)
+        if not self.opened.done():
+            self.opened.set_result(None)
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        """A client frame: masked, as RFC 6455 requires (control frames only)."""
+        assert self.transport is not None and len(payload) < 126
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.transport.write(bytes((0x80 | opcode, 0x80 | len(payload))) + mask + masked)
+
+    def data_received(self, data: bytes) -> None:
+        received = time.time()
+        buf = self.buf + data if self.buf else data
+        pos = 0
+        if not self.open:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                self.buf = buf
+                return
+            head = buf[:end].decode("latin-1").split("\r\n")
+            if head[0].split(" ")[1:2] != ["101"]:
+                self._finish(f"handshake refused: {head[0]}")
+                return
+            if any(h.lower().startswith("sec-websocket-extensions:")
+                   and "permessage-deflate" in h for h in head[1:]):
+                self.inflate = zlib.decompressobj(wbits=-15)
+                self.spec.deflate = True
+            self.open = True
+            self.opened.set_result(None)
+            pos = end + 4
+        n_buf = len(buf)
+        spec, raw = self.spec, self.spec.raw
+        while n_buf - pos >= 2:
+            b0, n = buf[pos], buf[pos + 1] & 0x7F
+            start = pos + 2
+            if n == 126:
+                if n_buf - pos < 4:
+                    break
+                n, start = int.from_bytes(buf[pos + 2:pos + 4], "big"), pos + 4
+            elif n == 127:
+                if n_buf - pos < 10:
+                    break
+                n, start = int.from_bytes(buf[pos + 2:pos + 10], "big"), pos + 10
+            if n_buf - start < n:
+                break
+            payload = buf[start:start + n]
+            pos = start + n
+            opcode = b0 & 0x0F
+            if opcode >= 8:  # control
+                if opcode == 8:  # close: answer it, and the connection ends
+                    code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+                    self._send(8, payload[:2])
+                    self._finish(None if code == 1000 else f"closed by the server: {code}")
+                    return
+                if opcode == 9:  # ping
+                    self._send(10, payload)
+                continue
+            if opcode != 0:  # the first frame of a message
+                self.fragments = []
+                self.fragment_compressed = bool(b0 & 0x40)
+            self.fragments.append(payload)
+            if not b0 & 0x80:  # more fragments to come
+                continue
+            message = (self.fragments[0] if len(self.fragments) == 1
+                       else b"".join(self.fragments))
+            self.fragments = []
+            if self.fragment_compressed:
+                message = self.inflate.decompress(message + b"\x00\x00\xff\xff")
+            raw.append((received, message))
+            if not spec.hello:
+                if message.startswith(b'{"type":"hello"'):
+                    spec.hello = True
+                    self.report(("hello", time.monotonic() - self.began))
+            elif _is_end(message):
+                spec.ended = True
+                self._send(8, (1000).to_bytes(2, "big"))
+                self._finish(None)
+                return
+        self.buf = buf[pos:]
+
+
+async def _spectate(ws_base: str, spec: _Spectator, gate: asyncio.Semaphore,
+                    compression: bool, report: Callable[[tuple[Any, ...]], None]) -> None:
+    """Follow one game as one spectator until it ends (or is cancelled). Per
+    message: the bytes kept and a substring test for the game's end; nothing
+    is decoded or parsed until the run is over (`_Reader`)."""
+    host = ws_base.removeprefix("ws://")
+    address, port = host.rsplit(":", 1)
+    path = f"/ws/games/{spec.game_id}/watch?viewer={spec.viewer}"
+    loop = asyncio.get_running_loop()
+    reader: _Reader | None = None
     try:
         async with gate:
             began = time.monotonic()
-            ws = await connect(url, compression="deflate" if compression else None,
-                               max_size=None, open_timeout=60, close_timeout=2,
-                               ping_interval=None, proxy=None)
-        async with ws:
-            first_events = True
-            async for raw in ws:
-                received = time.time()
-                msg = json.loads(raw)
-                spec.messages += 1
-                shared.messages += shared.counting
-                kind = msg.get("type")
-                if kind == "hello":
-                    spec.hello = True
-                    shared.hellos += 1
-                    shared.connect_times.append(time.monotonic() - began)
-                    if shared.hellos == shared.spectators:
-                        shared.all_connected.set()
-                    continue
-                if kind != "events":
-                    continue
-                events = msg["events"]
-                for e in events:
-                    if e["v"] <= spec.last_v:
-                        spec.out_of_order += 1
-                    spec.last_v = max(spec.last_v, e["v"])
-                spec.events.extend(events)
-                spec.last_version = max(spec.last_version, int(msg["version"]))
-                if shared.counting:
-                    shared.events += len(events)
-                if first_events:
-                    first_events = False
-                    spec.catchup = len(events)
-                elif msg.get("published_at") is not None:
-                    published = float(msg["published_at"])
-                    (shared.latencies if shared.counting else shared.setup_latencies
-                     ).append(received - published)
-                    spec.log.append((received, published, int(msg["version"]),
-                                     [e["v"] for e in events], shared.counting))
-                state = msg.get("state") or {}
-                if state.get("result") is not None or state.get("phase") == "ended":
-                    spec.ended = True
-                    break
+            reader = _Reader(spec, path, host, compression, report, began)
+            async with asyncio.timeout(60):
+                await loop.create_connection(lambda: reader, address, int(port))
+                await reader.opened
+        await reader.done
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         spec.error = f"{type(exc).__name__}: {exc}"
     finally:
-        shared.remaining -= 1
-        if shared.remaining <= 0:
-            shared.all_done.set()
-            shared.all_connected.set()  # nobody left to connect
+        if reader is not None and reader.transport is not None:
+            reader.stopping = True
+            reader.transport.close()
+        report(("done", spec.hello))
+
+
+def _worker_main(conn: Connection, ws_base: str, compression: bool, connect_gate: int) -> None:
+    """A load-generator process: its own event loop (uvloop when installed)
+    and garbage collector off (see the module's docstring)."""
+    gc.disable()
+    try:
+        import uvloop
+        factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(_worker(conn, ws_base, compression, connect_gate))
+
+
+async def _lag_monitor(samples: list[tuple[float, float, float]]) -> None:
+    """Every LAG_TICK seconds: (wall time, how late the loop woke, this
+    process's CPU seconds). A loop that wakes late delays every message it
+    receives by as much: that part of the latency is the client's."""
+    while True:  # (perf_counter: uvloop's own clock counts whole milliseconds)
+        before = time.perf_counter()
+        await asyncio.sleep(LAG_TICK)
+        lag = max(0.0, time.perf_counter() - before - LAG_TICK)
+        samples.append((time.time(), lag, self_cpu_seconds()))
+
+
+async def _worker(conn: Connection, ws_base: str, compression: bool,
+                  connect_gate: int) -> None:
+    """Commands from the parent, on a pipe: ("spectate", [(index, game,
+    game_id, viewer)]) connects spectators; ("stop",) ends them and answers
+    the games whose end one of them saw; ("check", t0, t1, replay folder,
+    capped) parses, compares with the replays and answers a `_Counts`."""
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[Any] = asyncio.Queue()
+
+    def read() -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the parent is gone
+                loop.call_soon_threadsafe(inbox.put_nowait, ("exit",))
+                return
+            loop.call_soon_threadsafe(inbox.put_nowait, msg)
+            if msg[0] == "check":
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    specs: list[_Spectator] = []
+    tasks: list[asyncio.Task[None]] = []
+    gate = asyncio.Semaphore(connect_gate)
+    samples: list[tuple[float, float, float]] = []
+    monitor = asyncio.create_task(_lag_monitor(samples))
+    while True:
+        msg = await inbox.get()
+        if msg[0] == "spectate":
+            for index, game, game_id, viewer in msg[1]:
+                spec = _Spectator(index, game, game_id, viewer)
+                specs.append(spec)
+                tasks.append(asyncio.create_task(_spectate(
+                    ws_base, spec, gate, compression, conn.send)))
+        elif msg[0] == "stop":
+            monitor.cancel()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(monitor, *tasks, return_exceptions=True)
+            with contextlib.suppress(OSError):
+                conn.send(("stopped", sorted({s.game_id for s in specs if s.ended})))
+        elif msg[0] == "check":
+            _, t0, t1, folder, capped = msg
+            conn.send(("result", _check(specs, samples, t0, t1, Path(folder), capped)))
+            return
+        elif msg[0] == "exit":
+            return
+
+
+def _check(specs: list[_Spectator], samples: list[tuple[float, float, float]],
+           t0: float, t1: float, folder: Path, capped: bool) -> _Counts:
+    """Parse every spectator's messages, count them and compare its events
+    with the fresh replay for its game and viewer (in `folder`)."""
+    out = _Counts()
+    replays: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in specs:
+        s.parse(t0, t1, out)
+        out.diffs["out_of_order"] += s.out_of_order
+        out.connected += s.hello
+        out.failed += s.error is not None
+        out.catchup += s.catchup
+        out.deflate += s.deflate
+        if s.error:
+            out.errors.append(f"spectator {s.index} ({s.game_id[:8]}, {s.viewer}): {s.error}")
+        out.logs.append((s.game, s.viewer, s.log))
+        if not s.hello:
+            continue
+        key = (s.game_id, s.viewer)
+        if key not in replays:
+            replays[key] = json.loads((folder / _replay_name(*key)).read_text())
+        replay = replays[key]
+        out.diffs.update(_compare(s, replay["events"]))
+        out.checked += 1
+        if replay["status"] == "finished" and not s.ended and not capped:
+            out.incomplete += 1
+    window = [x for x in samples if t0 <= x[0] <= t1]
+    out.lags = [lag for _, lag, _ in window]
+    if window:
+        before = [x for x in samples if x[0] <= t0]
+        cpu0 = before[-1][2] if before else window[0][2]
+        out.cpu = window[-1][2] - cpu0
+        out.cpu_fraction = out.cpu / max(t1 - t0, 1e-9)
+    return out
+
+
+def _replay_name(game_id: str, viewer: str) -> str:
+    return f"{game_id}-{viewer}.json"
+
+
+class _Generator:
+    """The load generator: `processes` worker processes, each with its own
+    event loop, the spectators dealt round robin among them (so one game's
+    spectators are spread over all of them). Progress (hellos, spectators
+    done) comes back on each worker's pipe, read by a thread."""
+
+    def __init__(self, processes: int, ws_base: str, compression: bool,
+                 spectators: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.loop = asyncio.get_running_loop()
+        self.conns: list[Connection] = []
+        self.procs: list[Any] = []
+        self.hellos = 0
+        self.connect_times: list[float] = []
+        self.remaining = spectators
+        self.all_connected = asyncio.Event()
+        self.all_done = asyncio.Event()
+        if spectators == 0:
+            self.all_connected.set()
+            self.all_done.set()
+        self.spectators = spectators
+        self.replies: list[asyncio.Queue[Any]] = []
+        gate = max(1, CONNECT_CONCURRENCY // processes)
+        for _ in range(processes):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker_main, args=(child, ws_base, compression, gate),
+                               daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+            replies: asyncio.Queue[Any] = asyncio.Queue()
+            self.replies.append(replies)
+            threading.Thread(target=self._read, args=(parent, replies), daemon=True).start()
+        self.next = 0
+
+    def _read(self, conn: Connection, replies: asyncio.Queue[Any]) -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                self.loop.call_soon_threadsafe(replies.put_nowait, ("gone",))
+                return
+            if msg[0] in ("hello", "done"):
+                self.loop.call_soon_threadsafe(self._progress, msg)
+            else:
+                self.loop.call_soon_threadsafe(replies.put_nowait, msg)
+
+    def _progress(self, msg: tuple[Any, ...]) -> None:
+        if msg[0] == "hello":
+            self.hellos += 1
+            self.connect_times.append(msg[1])
+            if self.hellos == self.spectators:
+                self.all_connected.set()
+        else:
+            self.remaining -= 1
+            if self.remaining <= 0:
+                self.all_done.set()
+                self.all_connected.set()  # nobody left to connect
+
+    def spectate(self, specs: list[tuple[int, int, str, str]]) -> None:
+        """Deal these spectators to the workers, round robin."""
+        share: list[list[tuple[int, int, str, str]]] = [[] for _ in self.conns]
+        for spec in specs:
+            share[self.next % len(self.conns)].append(spec)
+            self.next += 1
+        for conn, mine in zip(self.conns, share, strict=True):
+            if mine:
+                conn.send(("spectate", mine))
+
+    async def _ask(self, msg: tuple[Any, ...], answer: str, timeout: float) -> list[Any]:
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.send(msg)
+        out = []
+        async with asyncio.timeout(timeout):
+            for replies in self.replies:
+                reply = await replies.get()
+                if reply[0] != answer:
+                    raise RuntimeError(f"a load-generator process answered {reply[0]!r}")
+                out.append(reply[1])
+        return out
+
+    async def stop(self) -> set[str]:
+        """End every spectator; the games whose end a spectator saw."""
+        ended: set[str] = set()
+        for games in await self._ask(("stop",), "stopped", SETUP_TIMEOUT):
+            ended.update(games)
+        return ended
+
+    async def check(self, t0: float, t1: float, folder: Path, capped: bool) -> _Counts:
+        out = _Counts()
+        for counts in await self._ask(("check", t0, t1, str(folder), capped), "result",
+                                      CHECK_TIMEOUT):
+            out.merge(counts)
+        return out
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.close()
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
 
 
 async def _first_of(*events: asyncio.Event, timeout: float) -> bool:
@@ -408,7 +831,9 @@ async def _first_of(*events: asyncio.Event, timeout: float) -> bool:
     return bool(done)
 
 
-def event_latencies(specs: list[_Spectator]) -> list[float]:
+def event_latencies(
+        logs: list[tuple[int, str, list[tuple[float, float, int, list[int], bool]]]],
+) -> list[float]:
     """Each event's delivery latency in the window: its receive time less the
     publish time of the batch it was stored in, where a message's
     `published_at` is only that of the newest batch it carries. The batches
@@ -416,31 +841,23 @@ def event_latencies(specs: list[_Spectator]) -> list[float]:
     version ends a batch); where every spectator got a batch merged with a
     later one, the later one's time is used, so this is a lower bound.
     Versions count in each viewer's own sequence, so batches are learnt per
-    game and viewer."""
+    game and viewer. `logs`: (game, viewer, log) of each spectator."""
     batches: dict[tuple[int, str], dict[int, float]] = {}
-    for s in specs:
-        known = batches.setdefault((s.game, s.viewer), {})
-        for _received, published, version, _vs, _counted in s.log:
+    for game, viewer, log in logs:
+        known = batches.setdefault((game, viewer), {})
+        for _received, published, version, _vs, _counted in log:
             known[version] = min(published, known.get(version, published))
     out: list[float] = []
-    for s in specs:
-        known = batches[(s.game, s.viewer)] if s.log else {}
+    for game, viewer, log in logs:
+        known = batches[(game, viewer)] if log else {}
         ends = sorted(known)
-        for received, _published, _version, vs, counted in s.log:
+        for received, _published, _version, vs, counted in log:
             if not counted:
                 continue
             for v in vs:
                 i = bisect.bisect_left(ends, v)
                 if i < len(ends):
                     out.append(received - known[ends[i]])
-    return out
-
-
-def _versions(specs: list[_Spectator]) -> dict[int, int]:
-    """Each game's version as far as its spectators were sent."""
-    out: dict[int, int] = {}
-    for s in specs:
-        out[s.game] = max(out.get(s.game, 0), s.last_version)
     return out
 
 
@@ -458,12 +875,20 @@ def _compare(spec: _Spectator, replay_events: list[dict[str, Any]]) -> dict[str,
     }
 
 
+def default_clients(spectators: int) -> int:
+    """Load-generator processes by default: one per CPU (at most 4), and no
+    more than one per 100 spectators."""
+    return max(1, min(os.cpu_count() or 1, 4, spectators // 100))
+
+
 async def run_bench(cfg: BenchConfig) -> BenchResult:
     """One run: start a server, load it, check what the spectators got, stop it."""
     if cfg.speed not in ("fast", "paced"):
         raise ValueError("speed is fast or paced")
     if cfg.games < 1 or cfg.spectators < 0:
         raise ValueError("at least one game, and no negative number of spectators")
+    if cfg.clients is not None and cfg.clients < 1:
+        raise ValueError("at least one load-generator process")
     raise_nofile(2 * cfg.spectators + 1024)
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="tossim-bench-") as tmp:
@@ -471,161 +896,150 @@ async def run_bench(cfg: BenchConfig) -> BenchResult:
         port = cfg.port or free_port()
         server = ServerProcess(db, cfg.redis, port, cfg.pace, Path(tmp) / "server.log")
         server.start()
-        # The load generator keeps every event it receives: its own garbage
-        # collector would pause it for hundreds of ms and count them as
-        # delivery latency. What it allocates is freed by reference counting.
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
         try:
-            result = await _run(cfg, server, db)
+            result = await _run(cfg, server, db, Path(tmp))
         finally:
-            if collecting:
-                gc.enable()
             server.stop()
     result.load = (load0, os.getloadavg()[0])
     return result
 
 
-async def _run(cfg: BenchConfig, server: ServerProcess, db: str) -> BenchResult:
+async def _run(cfg: BenchConfig, server: ServerProcess, db: str, tmp: Path) -> BenchResult:
     limits = httpx.Limits(max_connections=HTTP_CONCURRENCY * 2)
-    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=60.0) as http:
-        await server.wait_ready(http, SETUP_TIMEOUT)
-        bus = (await http.get("/api/health")).json().get("bus", "?")
-        http_gate = asyncio.Semaphore(HTTP_CONCURRENCY)
+    processes = cfg.clients or default_clients(cfg.spectators)
+    gen = _Generator(processes, f"ws://127.0.0.1:{server.port}", cfg.compression,
+                     cfg.spectators)
+    try:
+        async with httpx.AsyncClient(base_url=server.base, limits=limits,
+                                     timeout=60.0) as http:
+            return await _load(cfg, server, db, tmp, http, gen, processes)
+    finally:
+        gen.close()
 
-        owners: dict[str, str] = {}  # game id -> its lobby's owner token
 
-        async def create(i: int) -> str:
-            async with http_gate:
-                r = await http.post("/api/lobbies", json={
-                    "players": PLAYERS, "speed": cfg.speed, "seed": cfg.seed + i})
-                r.raise_for_status()
-                owners[str(r.json()["id"])] = str(r.json()["owner_token"])
-                return str(r.json()["id"])
+async def _load(cfg: BenchConfig, server: ServerProcess, db: str, tmp: Path,
+                http: httpx.AsyncClient, gen: _Generator, processes: int) -> BenchResult:
+    await server.wait_ready(http, SETUP_TIMEOUT)
+    bus = (await http.get("/api/health")).json().get("bus", "?")
+    http_gate = asyncio.Semaphore(HTTP_CONCURRENCY)
 
+    owners: dict[str, str] = {}  # game id -> its lobby's owner token
+
+    async def create(i: int) -> str:
+        async with http_gate:
+            r = await http.post("/api/lobbies", json={
+                "players": PLAYERS, "speed": cfg.speed, "seed": cfg.seed + i})
+            r.raise_for_status()
+            owners[str(r.json()["id"])] = str(r.json()["owner_token"])
+            return str(r.json()["id"])
+
+    async with asyncio.timeout(SETUP_TIMEOUT):
+        game_ids = list(await asyncio.gather(*(create(i) for i in range(cfg.games))))
+
+    specs: list[tuple[int, int, str, str]] = []  # (index, game, game id, viewer)
+    for j in range(cfg.spectators):
+        g, viewer = viewer_for(j, cfg.games)
+        specs.append((j, g, game_ids[g], viewer))
+    by_game: dict[int, list[tuple[int, int, str, str]]] = {}
+    for s in specs:
+        by_game.setdefault(s[1], []).append(s)
+
+    # fast: measure from the first start until every spectator saw its game
+    # end; paced: connect everyone first, then measure a steady window.
+    from_start = cfg.speed == "fast"
+    cpu0, t0, wall0 = server.cpu(), time.monotonic(), time.time()
+    mach0 = machine_cpu()
+
+    async def start(g: int) -> None:
+        # each game's spectators connect as soon as it has started (a fast
+        # game may otherwise be over before they connect)
+        async with http_gate:
+            r = await http.post(f"/api/lobbies/{game_ids[g]}/start", headers={
+                "Authorization": f"Bearer {owners[game_ids[g]]}"})
+            r.raise_for_status()
+        gen.spectate(by_game.get(g, []))
+
+    try:
         async with asyncio.timeout(SETUP_TIMEOUT):
-            game_ids = list(await asyncio.gather(*(create(i) for i in range(cfg.games))))
+            await asyncio.gather(*(start(g) for g in range(len(game_ids))))
+        started = time.monotonic() - t0
+        if from_start:
+            await _first_of(gen.all_connected, timeout=cfg.cap - started)
+            setup = time.monotonic() - t0
+            capped = not await _first_of(gen.all_done,
+                                         timeout=cfg.cap - (time.monotonic() - t0))
+        else:
+            await _first_of(gen.all_connected, timeout=SETUP_TIMEOUT - started)
+            setup = time.monotonic() - t0
+            cpu0, t0, wall0 = server.cpu(), time.monotonic(), time.time()
+            mach0 = machine_cpu()
+            capped = not await _first_of(gen.all_done, timeout=cfg.cap)
+        window, wall1 = time.monotonic() - t0, time.time()
+        cpu1, mach1 = server.cpu(), machine_cpu()
+    finally:
+        seen_end = await gen.stop()
 
-        specs = []
-        for j in range(cfg.spectators):
-            g, viewer = viewer_for(j, cfg.games)
-            specs.append(_Spectator(j, g, game_ids[g], viewer))
-        by_game: dict[int, list[_Spectator]] = {}
-        for s in specs:
-            by_game.setdefault(s.game, []).append(s)
+    # The check: a fresh replay per (game, viewer), fetched after every
+    # spectator has stopped, so it reaches at least as far as any of them,
+    # and written to a file each load-generator process reads.
+    replays: dict[tuple[str, str], dict[str, Any]] = {}
 
-        shared = _Shared(len(specs))
-        ws_base = f"ws://127.0.0.1:{server.port}"
-        gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
-        tasks: list[asyncio.Task[None]] = []
-        # fast: measure from the first start until every spectator saw its game
-        # end; paced: connect everyone first, then measure a steady window.
-        from_start = cfg.speed == "fast"
-        shared.counting = from_start
-        versions0: dict[int, int] = {}
-        cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
-        mach0 = machine_cpu()
+    async def fetch(key: tuple[str, str]) -> None:
+        async with http_gate:
+            r = await http.get(f"/api/games/{key[0]}/replay", params={"viewer": key[1]})
+            r.raise_for_status()
+            replays[key] = r.json()
 
-        async def start(g: int) -> None:
-            # each game's spectators connect as soon as it has started (a fast
-            # game may otherwise be over before they connect)
-            async with http_gate:
-                r = await http.post(f"/api/lobbies/{game_ids[g]}/start", headers={
-                    "Authorization": f"Bearer {owners[game_ids[g]]}"})
-                r.raise_for_status()
-            for s in by_game.get(g, []):
-                tasks.append(asyncio.create_task(_spectate(
-                    ws_base, s, shared, gate, cfg.compression)))
+    async with asyncio.timeout(CHECK_TIMEOUT):
+        keys = sorted({(s[2], s[3]) for s in specs} | {(gid, "omniscient") for gid in game_ids})
+        await asyncio.gather(*(fetch(k) for k in keys))
+        # The actor marks a game finished just after publishing its end:
+        # give games whose end a spectator saw a moment to get there.
+        for _ in range(50):
+            late = [gid for gid in game_ids if gid in seen_end
+                    and replays[(gid, "omniscient")]["status"] != "finished"]
+            if not late:
+                break
+            await asyncio.sleep(0.2)
+            await asyncio.gather(*(fetch((gid, "omniscient")) for gid in late))
+    folder = tmp / "replays"
+    folder.mkdir()
+    for key, replay in replays.items():
+        (folder / _replay_name(*key)).write_text(json.dumps(replay))
+    counts = await gen.check(wall0, wall1, folder, capped)
 
-        try:
-            async with asyncio.timeout(SETUP_TIMEOUT):
-                await asyncio.gather(*(start(g) for g in range(len(game_ids))))
-            started = time.monotonic() - t0
-            if from_start:
-                await _first_of(shared.all_connected, timeout=cfg.cap - started)
-                setup = time.monotonic() - t0
-                capped = not await _first_of(shared.all_done,
-                                             timeout=cfg.cap - (time.monotonic() - t0))
-            else:
-                await _first_of(shared.all_connected, timeout=SETUP_TIMEOUT - started)
-                setup = time.monotonic() - t0
-                cpu0, self0, t0 = server.cpu(), self_cpu_seconds(), time.monotonic()
-                mach0 = machine_cpu()
-                versions0 = _versions(specs)
-                shared.counting = True
-                capped = not await _first_of(shared.all_done, timeout=cfg.cap)
-            shared.counting = False
-            window = time.monotonic() - t0
-            cpu1, self1, mach1 = server.cpu(), self_cpu_seconds(), machine_cpu()
-            versions1 = _versions(specs)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        result = BenchResult(
-            label=cfg.label, games=cfg.games, spectators=cfg.spectators, speed=cfg.speed,
-            pace=cfg.pace if cfg.speed == "paced" else None, db_kind=db_kind(db), bus=bus,
-            window=window, capped=capped, games_finished=0,
-            connected=sum(s.hello for s in specs),
-            failed=sum(1 for s in specs if s.error is not None),
-            viewers=dict(Counter("player" if s.viewer.isdigit() else s.viewer for s in specs)),
-            events=shared.events, messages=shared.messages,
-            catchup_events=sum(s.catchup for s in specs), setup=setup, started=started,
-            connect_times=shared.connect_times, event_latencies=event_latencies(specs),
-            latencies=shared.latencies, setup_latencies=shared.setup_latencies,
-            out_of_order=sum(s.out_of_order for s in specs),
-            server_cpu=cpu1 - cpu0, client_cpu=self1 - self0,
-            machine_busy=(mach1[0] - mach0[0]) / max(mach1[1] - mach0[1], 1e-9),
-            window_versions=sum(v - versions0.get(g, 0) for g, v in versions1.items()))
-        result.errors = [f"spectator {s.index} ({s.game_id[:8]}, {s.viewer}): {s.error}"
-                         for s in specs if s.error][:10]
-
-        # The check: a fresh replay per (game, viewer), fetched after every
-        # spectator has stopped, so it reaches at least as far as any of them.
-        replays: dict[tuple[str, str], dict[str, Any]] = {}
-
-        async def fetch(key: tuple[str, str]) -> None:
-            async with http_gate:
-                r = await http.get(f"/api/games/{key[0]}/replay", params={"viewer": key[1]})
-                r.raise_for_status()
-                replays[key] = r.json()
-
-        async with asyncio.timeout(CHECK_TIMEOUT):
-            keys = sorted({(s.game_id, s.viewer) for s in specs}
-                          | {(gid, "omniscient") for gid in game_ids})
-            await asyncio.gather(*(fetch(k) for k in keys))
-            # The actor marks a game finished just after publishing its end:
-            # give games whose end a spectator saw a moment to get there.
-            seen_end = {s.game_id for s in specs if s.ended}
-            for _ in range(50):
-                late = [gid for gid in game_ids if gid in seen_end
-                        and replays[(gid, "omniscient")]["status"] != "finished"]
-                if not late:
-                    break
-                await asyncio.sleep(0.2)
-                await asyncio.gather(*(fetch((gid, "omniscient")) for gid in late))
-        result.replays = len(replays)
-        for gid in game_ids:
-            omniscient = replays[(gid, "omniscient")]
-            result.games_finished += omniscient["status"] == "finished"
-            result.game_version += omniscient["events"][-1]["v"] if omniscient["events"] else 0
-            result.game_commands += len(omniscient["commands"])
-        for s in specs:
-            if not s.hello:
-                continue
-            replay = replays[(s.game_id, s.viewer)]
-            diff = _compare(s, replay["events"])
-            result.lost += diff["lost"]
-            result.duplicated += diff["duplicated"]
-            result.unexpected += diff["unexpected"]
-            result.altered += diff["altered"]
-            result.checked += 1
-            if replay["status"] == "finished" and not s.ended and not capped:
-                result.incomplete += 1
-        result.server_cpu_total = server.cpu()
-        result.server_rss_mb = proc_peak_rss_mb(server.pid)
+    result = BenchResult(
+        label=cfg.label, games=cfg.games, spectators=cfg.spectators, speed=cfg.speed,
+        pace=cfg.pace if cfg.speed == "paced" else None, db_kind=db_kind(db), bus=bus,
+        window=window, capped=capped, games_finished=0,
+        connected=counts.connected, failed=counts.failed,
+        viewers=dict(Counter("player" if s[3].isdigit() else s[3] for s in specs)),
+        events=counts.events, messages=counts.messages,
+        catchup_events=counts.catchup, setup=setup, started=started,
+        connect_times=gen.connect_times, event_latencies=event_latencies(counts.logs),
+        latencies=counts.latencies, setup_latencies=counts.setup_latencies,
+        out_of_order=counts.diffs["out_of_order"],
+        server_cpu=cpu1 - cpu0, client_cpu=counts.cpu, clients=processes,
+        client_busiest=counts.cpu_fraction, client_lags=counts.lags,
+        machine_busy=(mach1[0] - mach0[0]) / max(mach1[1] - mach0[1], 1e-9),
+        window_versions=sum(v - counts.version0.get(g, 0)
+                            for g, v in counts.version1.items()))
+    result.errors = counts.errors[:10]
+    result.lost = counts.diffs["lost"]
+    result.duplicated = counts.diffs["duplicated"]
+    result.unexpected = counts.diffs["unexpected"]
+    result.altered = counts.diffs["altered"]
+    result.checked = counts.checked
+    result.incomplete = counts.incomplete
+    result.deflate = counts.deflate
+    result.replays = len(replays)
+    for gid in game_ids:
+        omniscient = replays[(gid, "omniscient")]
+        result.games_finished += omniscient["status"] == "finished"
+        result.game_version += omniscient["events"][-1]["v"] if omniscient["events"] else 0
+        result.game_commands += len(omniscient["commands"])
+    result.server_cpu_total = server.cpu()
+    result.server_rss_mb = proc_peak_rss_mb(server.pid)
     return result
 
 
@@ -667,7 +1081,7 @@ def report_lines(results: list[BenchResult]) -> list[str]:
         f"  spectators of the last run: {mix}; measured {window}",
         f"  {'run':<9}{'games':>6}{'specs':>6}{'window':>8}{'finished':>9}"
         f"{'events/s':>9}{'msgs/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
-        f"{'lost':>5}{'dup':>4}{'srv CPU':>8}{'cli CPU':>8}",
+        f"{'lost':>5}{'dup':>4}{'srv CPU':>8}{'cli CPU':>8}{'cli lag p99':>12}",
     ]
     for r in results:
         lines.append(
@@ -675,7 +1089,8 @@ def report_lines(results: list[BenchResult]) -> list[str]:
             f"{f'{r.games_finished}/{r.games}':>9}"
             f"{r.events_per_s:>9.0f}{r.messages_per_s:>8.0f}{_fmt_ms(r.latency_ms(0.50)):>8}"
             f"{_fmt_ms(r.latency_ms(0.99)):>8}{_fmt_ms(r.latency_ms(1.0)):>8}"
-            f"{r.lost:>5}{r.duplicated:>4}{r.server_cpu:>7.1f}s{r.client_cpu:>7.1f}s")
+            f"{r.lost:>5}{r.duplicated:>4}{r.server_cpu:>7.1f}s{r.client_cpu:>7.1f}s"
+            f"{_fmt_ms(_quantile_ms(r.client_lags, 0.99)):>9} ms")
     for r in results:
         setup = ""
         if r.speed == "paced":
@@ -694,6 +1109,14 @@ def report_lines(results: list[BenchResult]) -> list[str]:
             f"{'capped at the window' if r.capped else 'every spectator saw its game end'}; "
             f"load average {r.load[0]:.2f} before, {r.load[1]:.2f} after")
         lines.append(
+            f"    load generator: {r.clients} process{'es' if r.clients > 1 else ''}, CPU "
+            f"{r.client_cpu:.1f} s in the window ({100 * r.client_busiest:.0f}% of a CPU "
+            f"for the busiest); event-loop lag p50/p99/max "
+            f"{_fmt_ms(_quantile_ms(r.client_lags, 0.5))}/"
+            f"{_fmt_ms(_quantile_ms(r.client_lags, 0.99))}/"
+            f"{_fmt_ms(_quantile_ms(r.client_lags, 1.0))} ms (a message that arrives while "
+            f"its loop is late waits that long: the client's share of the latency)")
+        lines.append(
             f"    per event (from its own batch's publish, a lower bound): p50/p99/max "
             f"{_fmt_ms(_quantile_ms(r.event_latencies, 0.5))}/"
             f"{_fmt_ms(_quantile_ms(r.event_latencies, 0.99))}/"
@@ -703,7 +1126,7 @@ def report_lines(results: list[BenchResult]) -> list[str]:
             f"    check: {r.checked} spectators against {r.replays} fresh replays: lost {r.lost}, "
             f"duplicated {r.duplicated}, out of order {r.out_of_order}, altered {r.altered}, "
             f"unexpected {r.unexpected}, incomplete {r.incomplete}; {r.catchup_events} events "
-            f"came in connection catch-ups")
+            f"came in connection catch-ups; {r.deflate} spectators got permessage-deflate")
         lines.extend(f"    {e}" for e in r.errors)
     if len(results) > 1:
         base = results[0]

@@ -443,6 +443,9 @@ def bench_server(
                                                 "do."),
     baseline: bool = typer.Option(True, help="First run 1 game with 10 spectators, the "
                                              "baseline the ratio is taken against."),
+    clients: int | None = typer.Option(None, help="Load-generator processes the spectators "
+                                                  "are spread over (default: one per CPU, "
+                                                  "at most 4)."),
 ) -> None:
     """A real server (`tossim serve` in a subprocess) under websocket spectator load:
     events and messages delivered per second, delivery latency, lost or duplicated
@@ -453,8 +456,11 @@ def bench_server(
         raise typer.BadParameter("fast or paced", param_hint="--speed")
     if games < 1 or spectators < 0:
         raise typer.BadParameter("at least one game", param_hint="--games")
+    if clients is not None and clients < 1:
+        raise typer.BadParameter("at least one", param_hint="--clients")
     common: dict[str, Any] = {"speed": speed, "pace": pace, "duration": duration, "db": db,
-                              "redis": redis, "port": port, "compression": compression}
+                              "redis": redis, "port": port, "compression": compression,
+                              "clients": clients}
     runs = []
     if baseline:
         runs.append(bench.BenchConfig(games=1, spectators=10, label="baseline", **common))

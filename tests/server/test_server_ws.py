@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, Game, GameConfig, Vi
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.view import project_event, visible_events
 from tossim.replay import rerun
+from tossim.server import ws as ws_module
 
 from .support import (
     PLAIN_TOWN,
@@ -338,17 +340,21 @@ class SocketLeakCheck:
 
 
 async def watch_all(server: Server, game_id: str, viewers: list[str]) -> dict[str, WS]:
-    """One socket per viewer, each read to the end of the game."""
+    """One socket per viewer, each read to the end of the game. Every other
+    one negotiates no compression: the server writes its pushes as shared
+    frames straight to the transport; the others (permessage-deflate) get
+    theirs through ASGI sends."""
     out: dict[str, WS] = {}
 
-    async def one(viewer: str) -> None:
-        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={viewer}") as ws:
+    async def one(i: int, viewer: str) -> None:
+        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer={viewer}",
+                                     compression=None if i % 2 else "deflate") as ws:
             hello = await ws.recv()
             assert hello["type"] == "hello"
             await ws.until(finished, timeout=120)
             out[viewer] = ws
 
-    await asyncio.gather(*(one(v) for v in viewers))
+    await asyncio.gather(*(one(i, v) for i, v in enumerate(viewers)))
     return out
 
 
@@ -357,7 +363,11 @@ async def test_sockets_leak_nothing(server_factory: ServerFactory, seed: int) ->
     """A paced 15-seat all-AI game watched from every seat and by the public."""
     server = await server_factory(pace=0.004)
     game_id = await create_game(server.client, players=15, speed="paced", seed=seed)
+    sent = dict(ws_module.PUSHES_SENT)
     sockets = await watch_all(server, game_id, ["public", *map(str, range(1, 16))])
+    # both ways of sending a push were taken (and are checked below)
+    for path in ("frame", "asgi"):
+        assert ws_module.PUSHES_SENT[path] > sent.get(path, 0), path
     await wait_game(server.client, game_id, is_finished)
     rp = (await server.client.get(f"/api/games/{game_id}/replay",
                                   params={"viewer": "omniscient"})).json()
@@ -387,8 +397,6 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
     """The game moves on while a push is being sent: the socket still follows
     (it must not wait for the next change, which in a quiet phase may be the
     phase's end)."""
-    from tossim.server import ws as ws_module
-
     server = await server_factory(time_scale=100.0)
     game_id, token = await human_game(server, roles=PLAIN_TOWN)
     await wait_game(server.client, game_id, lambda s: s["version"] >= 2)  # public events
@@ -417,3 +425,44 @@ async def test_a_change_during_a_push_is_not_missed(server_factory: ServerFactor
         assert all(e["data"].get("text") != "meanwhile" for e in first["events"])
         msg = await ws.until(lambda m: m["type"] == "events" and m["events"] != [], timeout=10)
         assert [e["data"] for e in msg["events"]] == [{"author": 2, "text": "meanwhile"}]
+
+
+async def test_a_slow_reader_gets_its_backlog_coalesced(server_factory: ServerFactory) -> None:
+    """A spectator that stops reading while the game runs on: its buffers fill,
+    the server stops writing to it (and never drops or blocks the others),
+    and when it reads again it gets everything it missed, each event once and
+    in order, in fewer messages than a spectator that kept up."""
+    server = await server_factory(pace=0.004)
+    game_id = await create_game(server.client, players=15, speed="paced", seed=11)
+    path = f"/ws/games/{game_id}/watch?viewer=omniscient"
+    host, port = server.ws_base.removeprefix("ws://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+    sock.connect((host, int(port)))
+    sock.setblocking(False)
+    async with server.ws_connect(path, sock=sock, max_queue=1, compression=None) as slow, \
+            server.ws_connect(path, compression=None) as fast:
+        assert (await slow.recv())["type"] == "hello"  # and then it stops reading
+        # small buffers on the server's side of the slow socket too, so that
+        # what the game sends does not all fit in them
+        mine = sock.getsockname()[1]
+        deadline = time.monotonic() + WAIT
+        while True:
+            mirror = server.app.state.mirrors.mirrors[game_id]
+            conns = [f.__self__ for f in mirror.listeners if f.__self__.ws.client[1] == mine]
+            if conns or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        transport = conns[0].direct.transport
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        transport.set_write_buffer_limits(high=4096)
+        await fast.until(finished, timeout=120)
+        await wait_game(server.client, game_id, is_finished)
+        await slow.until(finished, timeout=60)
+    rp = (await server.client.get(f"/api/games/{game_id}/replay",
+                                  params={"viewer": "omniscient"})).json()
+    game = rerun(GameConfig.from_dict(rp["config"]), rp["commands"])
+    assert fast.events() == slow.events() == visible(game, OMNISCIENT_VIEWER)
+    pushes = {name: sum(m["type"] == "events" for m in ws.messages)
+              for name, ws in (("slow", slow), ("fast", fast))}
+    assert pushes["slow"] < pushes["fast"], pushes

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tossim.engine import Game, GameConfig, apply, command_from_dict
@@ -22,6 +24,38 @@ from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.store import Store
 
 log = logging.getLogger(__name__)
+
+
+def text_frame(payload: bytes) -> bytes:
+    """One unfragmented, unmasked websocket text frame (RFC 6455 section 5.2):
+    what a server writes for a message without extensions. A server's frames
+    are not masked, so the bytes are the same for every socket they go to."""
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x81, n)
+    elif n < 1 << 16:
+        head = struct.pack("!BBH", 0x81, 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x81, 127, n)
+    return head + payload
+
+
+@dataclass(slots=True)
+class Push:
+    """One events message for every socket of one viewer class at one point:
+    how many events it carries (in the viewer's own sequence), the state it
+    shows, its JSON text, and that text framed once for direct writes."""
+
+    count: int
+    state: Any
+    text: str
+    _frame: bytes | None = None
+
+    @property
+    def frame(self) -> bytes:
+        if self._frame is None:
+            self._frame = text_frame(self.text.encode("utf-8"))
+        return self._frame
 
 
 class GameMirror:
@@ -36,14 +70,15 @@ class GameMirror:
         self.finished = False
         self.users = 0
         self.changed = asyncio.Event()
-        # the wake-up events of the sockets following this mirror: set on
-        # every change (one set() each, no task per socket and change)
-        self.listeners: set[asyncio.Event] = set()
+        # the sockets following this mirror: each is called, synchronously, on
+        # every change. A socket that can take a frame now writes its push
+        # there and then (no task wakes, no await); the others wake their task.
+        self.listeners: set[Callable[[], None]] = set()
         # pushes already built for this state: (viewer, from, to, deadline,
-        # delayed) -> (events in it, state, JSON text). Every socket of one
-        # viewer class at one point gets the same message, so it is built and
-        # serialised once, not once per socket (cleared on every change).
-        self.pushes: dict[tuple[Any, ...], tuple[int, Any, str]] = {}
+        # delayed) -> Push. Every socket of one viewer class at one point gets
+        # the same message, so it is built, serialised and framed once, not
+        # once per socket (cleared on every change).
+        self.pushes: dict[tuple[Any, ...], Push] = {}
         # (version, wall time it became visible): for delayed spectators
         self.history: list[tuple[int, float]] = []
         self._sub: Subscription | None = None
@@ -77,8 +112,11 @@ class GameMirror:
         self.pushes.clear()
         self.changed.set()
         self.changed = asyncio.Event()
-        for wake in self.listeners:
-            wake.set()
+        for notify in tuple(self.listeners):
+            try:
+                notify()
+            except Exception:  # one socket's failure must not starve the others
+                log.exception("mirror %s: a listener failed", self.game_id)
 
     async def _consume(self) -> None:
         assert self._sub is not None

@@ -8,14 +8,21 @@ import contextlib
 import json
 import time
 import uuid
+from collections import Counter
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.websockets import WebSocketState
+from websockets.protocol import State
+
+try:  # the fast path writes frames itself on uvicorn's sans-I/O protocol
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+except ImportError:  # pragma: no cover (another server: every send goes through ASGI)
+    WebSocketsSansIOProtocol = None  # type: ignore[assignment,misc]
 
 from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel, thinking_channel
-from tossim.server.mirror import GameMirror
+from tossim.server.mirror import GameMirror, Push
 from tossim.server.names import strip_format
 from tossim.server.sequence import renumber, seq_at, version_at
 from tossim.server.service import (
@@ -37,6 +44,10 @@ REPLY_TIMEOUT = 5.0
 AUTH_TIMEOUT = 10.0
 LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
 MAX_TOKEN = 200
+_OPEN = State.OPEN
+# pushes sent by this process, by path: "frame" (written by the mirror's
+# fan-out straight to the transport) or "asgi" (a socket's own task)
+PUSHES_SENT: Counter[str] = Counter()
 TOKEN_IN_URL = ('a token never travels in the URL: send {"type": "auth", "token": ...} '
                 'as the first message')
 
@@ -158,6 +169,14 @@ class Connection:
         self.sent_state: dict[str, Any] | None = None
         self.wake = asyncio.Event()
         self.send_lock = asyncio.Lock()
+        self.label = viewer.label()
+        # the follower task waits for a change (so the mirror may write this
+        # socket's pushes itself), and the mirror it follows
+        self.idle = False
+        self.mirror: GameMirror | None = None
+        # uvicorn's protocol object behind this socket, when pushes may be
+        # written to its transport as pre-built frames (set once accepted)
+        self.direct: Any = None
         settings = ws.app.state.settings
         self.max_bytes = settings.max_message_bytes
         self.rate_n = settings.rate_limit_messages
@@ -188,6 +207,8 @@ class Connection:
             return
         try:
             assert mirror.game is not None
+            self.mirror = mirror
+            self.direct = direct_protocol(self.ws)
             game = mirror.game
             cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
             self.sent = min(version_at(game, self.viewer, self.since), cap)
@@ -263,51 +284,104 @@ class Connection:
             await sub.close()
 
     async def _follow(self, mirror: GameMirror) -> None:
+        """The slow path: the first push, pushes to a socket that could not
+        take a frame when the mirror changed (its buffer is full, another
+        send is under way, a delayed view), and resumes. One push covers
+        everything since the last, so a lagging socket gets its backlog
+        coalesced into one message rather than one per change."""
         first = True
-        mirror.listeners.add(self.wake)
+        mirror.listeners.add(self._on_change)
         try:
             while True:
+                # a slow reader: wait until its buffer drains, then send one
+                # push with all it missed meanwhile
+                if self.direct is not None and not self.direct.writable.is_set():
+                    await self.direct.writable.wait()
                 # cleared before the state is read, so that a change while the
                 # push below is being sent still wakes this loop
                 self.wake.clear()
-                game = mirror.game
-                assert game is not None
-                cap = (game.version if not self.delay
-                       else mirror.version_at(time.time() - self.delay))
-                # push new events, and a new phase deadline even without events
-                if first or cap > self.sent or (
-                        not self.delay and mirror.deadline != self.sent_deadline):
-                    await self._push(mirror, cap, first)
-                    first = False
+                push = self._next(mirror, first)
+                first = False
+                if push is not None:
+                    PUSHES_SENT["asgi"] += 1
+                    await self.send_raw(push.text)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), 1.0)
-                else:
+                    continue
+                self.idle = True
+                try:
                     await self.wake.wait()
+                finally:
+                    self.idle = False
         finally:
-            mirror.listeners.discard(self.wake)
+            mirror.listeners.discard(self._on_change)
 
-    async def _push(self, mirror: GameMirror, cap: int, first: bool) -> None:
-        """Send what this viewer has not seen up to game version `cap`: its
-        events, numbered in its own sequence, and its state. Nothing at all
-        when neither changed: a message for a hidden event would tell the
-        viewer that something happened. The message is built once per viewer
-        class and point (`mirror.pushes`) and shared by all such sockets."""
-        key = (self.viewer.label(), self.sent, cap, mirror.deadline, bool(self.delay))
-        entry = mirror.pushes.get(key)
-        if entry is None:
-            entry = self._build(mirror, cap)
-            mirror.pushes[key] = entry
-        count, state, text = entry
+    def _on_change(self) -> None:
+        """Called by the mirror on every change, for every socket. The fast
+        path: a socket whose task is idle, on a transport that takes a frame
+        now, gets its push written there and then: the message text and its
+        frame are shared with every socket of its viewer class, so the work
+        per socket is a cache lookup and one write, with no task to wake and
+        nothing awaited. Any other socket's task is woken to send."""
+        mirror = self.mirror
+        if (mirror is not None and self.idle and not self.wake.is_set()
+                and not self.send_lock.locked() and self._can_write()):
+            before = (self.sent, self.sent_deadline, self.seq, self.sent_state)
+            push = self._next(mirror, False)
+            if push is None:
+                return
+            assert self.direct is not None
+            try:
+                self.direct.transport.write(push.frame)
+            except Exception:  # not sent: the task sends it (or finds the socket gone)
+                self.sent, self.sent_deadline, self.seq, self.sent_state = before
+            else:
+                PUSHES_SENT["frame"] += 1
+                return
+        self.wake.set()
+
+    def _can_write(self) -> bool:
+        """Whether a frame may go straight to the transport now: uvicorn's
+        sans-I/O websocket protocol (whose sends are whole frames written
+        synchronously, so frames never interleave), no extension negotiated
+        (a compressed socket's frames differ per socket), the connection
+        open and its write buffer below the high-water mark."""
+        d = self.direct
+        return (d is not None and d.writable.is_set() and not d.close_sent
+                and not d.disconnected and d.conn.state is _OPEN
+                and not d.transport.is_closing())
+
+    def _next(self, mirror: GameMirror, first: bool) -> Push | None:
+        """This viewer's next push up to the mirror's present (a delayed
+        view: up to its delayed present), counted as sent; None when there is
+        nothing to send. Nothing at all is sent when neither the viewer's
+        events nor its state changed: a message for a hidden event would
+        tell the viewer that something happened. The push is built once per
+        viewer class and point (`mirror.pushes`) and shared by all such
+        sockets."""
+        game = mirror.game
+        assert game is not None
+        cap = (game.version if not self.delay
+               else mirror.version_at(time.time() - self.delay))
+        # push new events, and a new phase deadline even without events
+        if not (first or cap > self.sent
+                or (not self.delay and mirror.deadline != self.sent_deadline)):
+            return None
+        key = (self.label, self.sent, cap, mirror.deadline, bool(self.delay))
+        push = mirror.pushes.get(key)
+        if push is None:
+            push = self._build(mirror, cap)
+            mirror.pushes[key] = push
         self.sent = cap
         self.sent_deadline = mirror.deadline
-        if not (first or count or state != self.sent_state):
-            return
-        self.seq += count
-        self.sent_state = state
-        await self.send_raw(text)
+        if not (first or push.count or push.state != self.sent_state):
+            return None
+        self.seq += push.count
+        self.sent_state = push.state
+        return push
 
-    def _build(self, mirror: GameMirror, cap: int) -> tuple[int, Any, str]:
+    def _build(self, mirror: GameMirror, cap: int) -> Push:
         game = mirror.game
         assert game is not None
         v = view(game, self.viewer, since=self.sent)
@@ -323,7 +397,7 @@ class Connection:
                                    "events": events, "published_at": mirror.published_at}
         if state is not None:
             message["state"] = state
-        return len(events), state, json.dumps(message, separators=(",", ":"))
+        return Push(len(events), state, json.dumps(message, separators=(",", ":")))
 
     # ---- client -> server ---------------------------------------------------------------
     async def _receive(self, mirror: GameMirror) -> None:
@@ -417,6 +491,20 @@ class Connection:
             await self.send({"type": "error", "version": version, "error": reply.get("error"),
                              "fault": reply.get("fault"),
                              "candidates": reply.get("candidates", [])})
+
+
+def direct_protocol(ws: WebSocket) -> Any:
+    """The uvicorn protocol object behind an accepted websocket, when its
+    pushes may be written as frames straight to the transport: uvicorn's
+    sans-I/O websocket protocol (the one it picks when `websockets` is
+    installed; its ASGI `receive` is the protocol's bound method, which
+    Starlette and our middleware pass through unchanged) with no extension
+    negotiated. None otherwise: that socket's pushes go through ASGI sends."""
+    proto = getattr(ws._receive, "__self__", None)
+    if (WebSocketsSansIOProtocol is None or not isinstance(proto, WebSocketsSansIOProtocol)
+            or proto.conn.extensions or getattr(proto, "transport", None) is None):
+        return None
+    return proto
 
 
 async def _first(sub: Any) -> dict[str, Any]:
