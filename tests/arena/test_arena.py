@@ -232,3 +232,46 @@ async def test_an_aborted_game_is_not_played_again(tmp_path: Path) -> None:
     assert row is not None and row.status == "finished"
     assert (await store.game_statuses([dropped])) == {dropped: "aborted"}
     await store.close()
+
+
+def most_in_any_window(times: list[float], window: float) -> int:
+    """The most timestamps that fall in any `window`-second span."""
+    times = sorted(times)
+    return max((sum(1 for t in times[i:] if t < start + window)
+                for i, start in enumerate(times)), default=0)
+
+
+async def test_an_entrys_rpm_holds_across_concurrent_games(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two games at once, each with several seats of one chat entry limited
+    to 600 requests a minute: the provider never sees more than 10 of its
+    requests in any second (every seat of both games shares the entry's
+    limiter), while it does answer every one of them at once."""
+    from inference.fake_chat_provider import fake_provider
+
+    from tossim.inference import chat_backend
+
+    chat_backend.forget_shared()
+    async with fake_provider() as (provider, url):
+        catalogue = tmp_path / "models.toml"
+        catalogue.write_text(f"""
+[models.limited]
+backend = "chat"
+base_url = "{url}"
+model = "good"
+rpm = 600
+""")
+        db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+        entries = resolve_entries(["scripted", "model=limited"], str(catalogue))
+        settings = Settings(database_url=db, models=str(catalogue))
+        seen: list[tuple[int, int]] = []
+        progress, report = await _play(db, entries, 2, 7, settings, seen=seen)
+    chat_backend.forget_shared()
+    assert (progress.done, progress.errors) == (2, 0)
+    assert max(r for _, r in seen) == 2  # both games were played at the same time
+    times = [r["at"] for r in provider.requests]
+    assert len(times) > 20  # enough requests that a burst would show
+    assert most_in_any_window(times, 1.0) <= 10 + 1  # 600/min: 10 a second (+1 at the edge)
+    assert most_in_any_window(times, 3.0) <= 30 + 1
+    model = next(e for e in report["entries"] if e["label"] == "model")
+    assert model["model_turns"] > 0

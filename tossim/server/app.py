@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tossim import __version__
+from tossim.inference.chat_backend import start_probes, stop_probes
 from tossim.server import service
 from tossim.server.bus import make_bus
 from tossim.server.limits import BodyLimit, SeatLimiter
@@ -147,9 +148,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if resumed:
                 log.info("resumed %d live game(s)", len(resumed))
         demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
+        probes = start_probes(settings.models)  # chat entries: constraint modes, in background
         try:
             yield
         finally:
+            await stop_probes(probes)
             if demo is not None:
                 demo.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
