@@ -275,3 +275,41 @@ rpm = 600
     assert most_in_any_window(times, 3.0) <= 30 + 1
     model = next(e for e in report["entries"] if e["label"] == "model")
     assert model["model_turns"] > 0
+
+
+def test_an_arena_on_a_custom_role_list_from_the_command_line(tmp_path: Path) -> None:
+    """`tossim arena --roles`: short games on the list (stored as mode
+    "custom", the list's length the player count), resumable by id alone."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+
+    db = f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"
+    runner = CliRunner()
+    r = runner.invoke(app, ["arena", "--entry", "scripted", "--entry", "b=scripted",
+                            "--games", "4", "--roles", "Sheriff, Mafioso, Doctor",
+                            "--arena", "short", "--db", db])
+    assert r.exit_code == 0, r.output
+    assert "4/4 games finished" in r.output
+
+    async def stored() -> list[Any]:
+        store = await Store.open(db)
+        try:
+            arena = await store.get_arena("short")
+            assert arena is not None and arena.spec["roles"] == ["Sheriff", "Mafioso", "Doctor"]
+            assert (arena.spec["players"], arena.spec["mode"]) == (3, "custom")
+            return [await store.get_game(g.game_id) for g in arena.games]
+        finally:
+            await store.close()
+
+    rows = asyncio.run(stored())
+    assert all(row.status == "finished" and row.config["role_list"] == ["Sheriff", "Mafioso",
+                                                                         "Doctor"]
+               for row in rows)
+    again = runner.invoke(app, ["arena", "--arena", "short", "--db", db])
+    assert again.exit_code == 0 and "4/4 games finished (0 this run" in again.output
+    bad = runner.invoke(app, ["arena", "--entry", "scripted", "--roles", "Sheriff, Nobody",
+                              "--db", db])
+    assert bad.exit_code == 2 and "Nobody" in bad.output
