@@ -58,15 +58,15 @@ async def test_three_entries_scripted_chat_and_local(tmp_path: Path, chat_url: s
 backend = "chat"
 base_url = "{chat_url}"
 model = "{SERVED}"
-sampling = {{ temperature = 0.6, max_tokens = 48 }}
-thought_chars = 40
+sampling = {{ temperature = 0.6, max_tokens = 40 }}
+thought_chars = 20
 turn_seconds = 60
 price_prompt = 0.1
 price_completion = 0.4
 
 [models.smol-local]
 backend = "local"
-sampling = {{ temperature = 0.6, max_tokens = 32 }}
+sampling = {{ temperature = 0.6, max_tokens = 24 }}
 """)
     why = load_catalogue(catalogue).get("smol-local").unavailable_reason()
     if why:
