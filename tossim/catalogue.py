@@ -333,7 +333,7 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         return chat_seat_from_spec(spec, slot, seed, backend, game_id=game_id,
                                    summaries=summaries, turn_seconds=turn)
     from tossim.agents.llm_seat import seat_from_spec
-    from tossim.inference.registry import make_backend, shared_backend
+    from tossim.inference.registry import for_entry, make_backend, shared_backend
     url = entry.base_url or openai_url
     if entry.backend == "openai" and entry.api_key_env:
         # a keyed completions server: one backend per entry, the key read now
@@ -344,4 +344,7 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         engine = _keyed[key]
     else:
         engine = shared_backend(entry.backend, entry.model or model_dir, url)
+    # the entry's sampling (temperature, top_p, max_tokens per request, ...) and
+    # rpm on every request its seats send; the model itself stays shared
+    engine = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json())
     return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)

@@ -232,3 +232,87 @@ async def test_an_aborted_game_is_not_played_again(tmp_path: Path) -> None:
     assert row is not None and row.status == "finished"
     assert (await store.game_statuses([dropped])) == {dropped: "aborted"}
     await store.close()
+
+
+def most_in_any_window(times: list[float], window: float) -> int:
+    """The most timestamps that fall in any `window`-second span."""
+    times = sorted(times)
+    return max((sum(1 for t in times[i:] if t < start + window)
+                for i, start in enumerate(times)), default=0)
+
+
+async def test_an_entrys_rpm_holds_across_concurrent_games(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two games at once, each with several seats of one chat entry limited
+    to 600 requests a minute: the provider gets them at that rate (every seat
+    of both games shares the entry's limiter), though it answers each at
+    once (without the limit it sees about 70 in a second)."""
+    from inference.fake_chat_provider import fake_provider
+
+    from tossim.inference import chat_backend
+
+    chat_backend.forget_shared()
+    async with fake_provider() as (provider, url):
+        catalogue = tmp_path / "models.toml"
+        catalogue.write_text(f"""
+[models.limited]
+backend = "chat"
+base_url = "{url}"
+model = "good"
+rpm = 600
+""")
+        db = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+        entries = resolve_entries(["scripted", "model=limited"], str(catalogue))
+        settings = Settings(database_url=db, models=str(catalogue))
+        seen: list[tuple[int, int]] = []
+        progress, report = await _play(db, entries, 2, 7, settings, seen=seen)
+    chat_backend.forget_shared()
+    assert (progress.done, progress.errors) == (2, 0)
+    assert max(r for _, r in seen) == 2  # both games were played at the same time
+    times = sorted(r["at"] for r in provider.requests)
+    n = len(times)
+    assert n > 20  # enough requests that a burst would show (unlimited: ~70 in a second)
+    # 600 a minute is one start per 0.1 s. The provider shares the games' event
+    # loop, so an arrival may be late by a moment: a second of slack is allowed
+    assert most_in_any_window(times, 3.0) <= 10 * (3 + 1) + 1
+    assert times[-1] - times[0] >= (n - 1) * 0.1 - 1.0
+    model = next(e for e in report["entries"] if e["label"] == "model")
+    assert model["model_turns"] > 0
+
+
+def test_an_arena_on_a_custom_role_list_from_the_command_line(tmp_path: Path) -> None:
+    """`tossim arena --roles`: short games on the list (stored as mode
+    "custom", the list's length the player count), resumable by id alone."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+
+    db = f"sqlite+aiosqlite:///{tmp_path / 'r.db'}"
+    runner = CliRunner()
+    r = runner.invoke(app, ["arena", "--entry", "scripted", "--entry", "b=scripted",
+                            "--games", "4", "--roles", "Sheriff, Mafioso, Doctor",
+                            "--arena", "short", "--db", db])
+    assert r.exit_code == 0, r.output
+    assert "4/4 games finished" in r.output
+
+    async def stored() -> list[Any]:
+        store = await Store.open(db)
+        try:
+            arena = await store.get_arena("short")
+            assert arena is not None and arena.spec["roles"] == ["Sheriff", "Mafioso", "Doctor"]
+            assert (arena.spec["players"], arena.spec["mode"]) == (3, "custom")
+            return [await store.get_game(g.game_id) for g in arena.games]
+        finally:
+            await store.close()
+
+    rows = asyncio.run(stored())
+    assert all(row.status == "finished" and row.config["role_list"] == ["Sheriff", "Mafioso",
+                                                                         "Doctor"]
+               for row in rows)
+    again = runner.invoke(app, ["arena", "--arena", "short", "--db", db])
+    assert again.exit_code == 0 and "4/4 games finished (0 this run" in again.output
+    bad = runner.invoke(app, ["arena", "--entry", "scripted", "--roles", "Sheriff, Nobody",
+                              "--db", db])
+    assert bad.exit_code == 2 and "Nobody" in bad.output

@@ -9,6 +9,7 @@ import pytest
 
 from tossim.arena.plan import balance, dealt_roles, faction_of, make_plan, seat_groups
 from tossim.engine import GameConfig, new_game
+from tossim.engine.rules import make_config
 
 
 @pytest.mark.parametrize("players", [7, 11, 15])
@@ -87,3 +88,16 @@ def test_bad_plans_are_refused(entries: list[str], games: int, players: int,
                                message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make_plan(entries, games, players=players)
+
+
+def test_a_custom_role_list_is_dealt_and_balanced_like_a_mode() -> None:
+    roles = ["Sheriff", "Mafioso", "Doctor", "Random Town"]
+    plan = make_plan(["a", "b"], 4, roles=roles, seed=2)
+    assert (plan.players, plan.mode, plan.roles) == (4, "custom", tuple(roles))
+    b = balance(plan)
+    assert b.factions["a"] == b.factions["b"] and b.roles["a"] == b.roles["b"]
+    for g in plan.games:  # the plan's deal is the engine's
+        game = new_game(make_config("custom", 4, g.seed, roles))
+        assert [p.role for p in game.players] == dealt_roles("custom", 4, g.seed, roles)
+    with pytest.raises(ValueError, match="Nobody"):
+        make_plan(["a"], 1, roles=["Nobody"])

@@ -18,7 +18,8 @@ The `model` of a request picks a behaviour:
     dead-target     a final action aimed at a dead player (or an unknown one
                     when nobody is dead), then a good answer after the fault
 
-Every request is recorded (body and headers) in `FakeProvider.requests`.
+Every request is recorded (body, headers and `at`, its arrival on
+time.monotonic()) in `FakeProvider.requests`.
 Run it with `async with FakeProvider() as url:`.
 """
 
@@ -30,6 +31,7 @@ import json
 import random
 import re
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -112,6 +114,7 @@ class FakeProvider:
         self.rng = random.Random(seed)
         self.requests: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
+        self.outage = False  # True: every request gets 503, whatever its model
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self.completions)
         self.app.get("/v1/models")(self.models)
@@ -167,7 +170,8 @@ class FakeProvider:
 
     async def completions(self, request: Request) -> JSONResponse:
         body = await request.json()
-        self.requests.append({"body": body, "headers": dict(request.headers)})
+        self.requests.append({"body": body, "headers": dict(request.headers),
+                              "at": time.monotonic()})
         model = body.get("model", "good")
         n = self.counts[model] = self.counts.get(model, 0) + 1
         probe = PROBE in json.dumps(body)
@@ -177,7 +181,7 @@ class FakeProvider:
             key = request.headers.get("authorization", "").removeprefix("Bearer ")
             return JSONResponse({"error": {"message": f"Incorrect API key provided: {key}"}},
                                 status_code=401)
-        if model == "down":
+        if model == "down" or self.outage:
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
         if model == "ratelimit" and n % 2 == 1:
             return JSONResponse({"error": {"message": "rate limited"}}, status_code=429,

@@ -5,6 +5,7 @@ seat's metrics. Plus the model catalogue's validation."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,14 +292,18 @@ async def test_unreachable_endpoint_counts_transport_errors() -> None:
 
 async def test_rpm_spaces_requests() -> None:
     async with fake_provider() as (provider, url):
-        entry = _entry(url, "good", rpm=600, constraint="text")  # one each 0.1 s
+        entry = _entry(url, "good", rpm=120, constraint="text")  # one each 0.5 s
         seat = make_seat_for_entry(entry, 1, 1)
         backend = seat.backend  # type: ignore[union-attr]
-        started = time.monotonic()
-        for _ in range(4):
-            await backend.complete([{"role": "user", "content": "hi"}], mode="text",
-                                   deadline=time.monotonic() + 5)
-        assert time.monotonic() - started >= 0.28
+        # four requests asked at once: the provider gets them one per 0.5 s
+        await asyncio.gather(*(backend.complete([{"role": "user", "content": "hi"}],
+                                                mode="text", deadline=time.monotonic() + 10)
+                               for _ in range(4)))
+        times = sorted(r["at"] for r in provider.requests)
+        assert len(times) == 4
+        # 1.5 s from the first to the last (less a margin for a loaded event
+        # loop, which the provider shares: an arrival may be late a moment)
+        assert times[-1] - times[0] >= 1.0
         await backend.close()
 
 

@@ -28,6 +28,10 @@ def arena(
                                        "balances seats exactly)."),
     players: int = typer.Option(7, help="Players per game."),
     mode: str = typer.Option("classic", help="Game mode."),
+    roles: str | None = typer.Option(None, help="A custom role list instead of the mode's "
+                                                "(comma-separated slots, e.g. \"Sheriff, "
+                                                "Mafioso, Doctor\"; its length is the player "
+                                                "count): short games."),
     seed: int = typer.Option(0, help="First seed of the plan."),
     arena_id: str | None = typer.Option(None, "--arena", "--id",
                                         help="The arena's id: an existing one resumes "
@@ -54,6 +58,10 @@ def arena(
         entries = resolve_entries(entry, catalogue) if entry else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--entry") from None
+    role_list: list[str] | None = None
+    if roles:
+        from tossim.engine.role_lists import split_role_list
+        role_list = list(split_role_list(roles))
     if arena_id is not None and (len(arena_id) > 32 or not LABEL_RE.match(arena_id)):
         raise typer.BadParameter("1-32 letters, digits, _ . : -", param_hint="--arena")
     from tossim.server.settings import Settings
@@ -69,7 +77,7 @@ def arena(
     try:
         done = asyncio.run(_run(settings, arena_id or new_arena_id(), entries, games=games,
                                 players=players, mode=mode, seed=seed, parallel=parallel,
-                                catalogue=catalogue))
+                                catalogue=catalogue, roles=role_list))
     except ValueError as exc:
         typer.echo(f"tossim arena: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -81,7 +89,8 @@ def arena(
 
 
 async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, players: int,
-               mode: str, seed: int, parallel: int, catalogue: str | None) -> bool:
+               mode: str, seed: int, parallel: int, catalogue: str | None,
+               roles: list[str] | None = None) -> bool:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -110,8 +119,10 @@ async def _run(settings: Any, arena_id: str, entries: Any, *, games: int, player
                                       catalogue)
             games, players, mode, seed = (int(spec["games"]), int(spec["players"]),
                                           str(spec["mode"]), int(spec["seed"]))
+            roles = spec.get("roles")
         arena = await open_arena(store, arena_id, entries, games=games, players=players,
-                                 mode=mode, seed=seed)
+                                 mode=mode, seed=seed, roles=roles)
+        players = int(arena.spec["players"])
         labels = ", ".join(f"{e.label} ({e.entry})" for e in entries)
         console.print(f"arena {arena.id}: {len(arena.games)} games of {players} players "
                       f"among {labels}")

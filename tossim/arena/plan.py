@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tossim.engine.roles import ROLES
-from tossim.engine.rules import deal
+from tossim.engine.rules import deal, make_config
 from tossim.engine.state import GameConfig
 
 # seats dealt out first when groups are formed: the scarce factions
@@ -46,12 +46,18 @@ class ArenaPlan:
     mode: str
     seed: int
     games: tuple[PlannedGame, ...]
+    roles: tuple[str, ...] = ()  # a custom role list (mode "custom"), else the mode's
 
 
-def dealt_roles(mode: str, players: int, seed: int) -> list[str]:
-    """The role keys the engine deals for this seed, slot 1 first (the same
-    call `new_game` makes with the same RNG)."""
-    return deal(GameConfig(mode=mode, players=players, seed=seed), random.Random(seed))
+def dealt_roles(mode: str, players: int, seed: int,
+                roles: Sequence[str] | None = None) -> list[str]:
+    """The role keys the engine deals for this seed (and custom role list),
+    slot 1 first (the same call `new_game` makes with the same RNG)."""
+    if roles:
+        config = make_config("custom", len(roles), seed, list(roles))
+    else:
+        config = GameConfig(mode=mode, players=players, seed=seed)
+    return deal(config, random.Random(seed))
 
 
 def faction_of(role: str) -> str:
@@ -83,11 +89,14 @@ def seat_groups(roles: Sequence[str], k: int, rng: random.Random) -> list[list[i
 
 
 def make_plan(entries: Sequence[str], games: int, *, players: int = 7, mode: str = "classic",
-              seed: int = 0) -> ArenaPlan:
-    """The arena's games (see the module docstring). Raises ValueError for a
-    plan that cannot be played: no entries, a label used twice, more entries
-    than seats, or no games."""
+              seed: int = 0, roles: Sequence[str] | None = None) -> ArenaPlan:
+    """The arena's games (see the module docstring); `roles`: a custom role
+    list (its length is the player count). Raises ValueError for a plan that
+    cannot be played: no entries, a label used twice, more entries than
+    seats, no games, or a role list that cannot be dealt."""
     labels = tuple(entries)
+    if roles:
+        players, mode = len(roles), "custom"
     k = len(labels)
     if k == 0:
         raise ValueError("an arena needs at least one entry")
@@ -101,8 +110,8 @@ def make_plan(entries: Sequence[str], games: int, *, players: int = 7, mode: str
     planned: list[PlannedGame] = []
     for block in range((games + k - 1) // k):
         game_seed = seed + block
-        roles = dealt_roles(mode, players, game_seed)
-        groups = seat_groups(roles, k, rng)
+        dealt = dealt_roles(mode, players, game_seed, roles)
+        groups = seat_groups(dealt, k, rng)
         # which entry starts on which group also varies between blocks
         order = list(range(k))
         rng.shuffle(order)
@@ -113,7 +122,7 @@ def make_plan(entries: Sequence[str], games: int, *, players: int = 7, mode: str
                     seats[slot - 1] = label
             planned.append(PlannedGame(index=len(planned), seed=game_seed, seats=tuple(seats)))
     return ArenaPlan(entries=labels, players=players, mode=mode, seed=seed,
-                     games=tuple(planned))
+                     games=tuple(planned), roles=tuple(roles or ()))
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ def balance(plan: ArenaPlan) -> Balance:
     neighbours: dict[str, Counter[str]] = {e: Counter() for e in plan.entries}
     deals: dict[int, list[str]] = {}
     for g in plan.games:
-        dealt = deals.setdefault(g.seed, dealt_roles(plan.mode, plan.players, g.seed))
+        dealt = deals.setdefault(g.seed, dealt_roles(plan.mode, plan.players, g.seed,
+                                                     plan.roles))
         n = len(g.seats)
         for i, label in enumerate(g.seats):
             factions[label][faction_of(dealt[i])] += 1

@@ -60,23 +60,30 @@ def new_arena_id() -> str:
 
 
 def arena_spec(entries: Sequence[ArenaEntry], games: int, players: int, mode: str,
-               seed: int) -> dict[str, Any]:
-    """What an arena is, as stored (and compared when a run resumes it)."""
-    return {"entries": [{"label": e.label, "entry": e.entry, "backend": e.backend}
-                        for e in entries],
-            "games": games, "players": players, "mode": mode, "seed": seed, "speed": "fast"}
+               seed: int, roles: Sequence[str] | None = None) -> dict[str, Any]:
+    """What an arena is, as stored (and compared when a run resumes it). A
+    custom role list (`roles`) makes the mode "custom" and the player count
+    its length."""
+    spec: dict[str, Any] = {
+        "entries": [{"label": e.label, "entry": e.entry, "backend": e.backend}
+                    for e in entries],
+        "games": games, "players": players, "mode": mode, "seed": seed, "speed": "fast"}
+    if roles:
+        spec.update(players=len(roles), mode="custom", roles=list(roles))
+    return spec
 
 
 async def open_arena(store: Store, arena_id: str, entries: Sequence[ArenaEntry], *,
                      games: int, players: int, mode: str = "classic",
-                     seed: int = 0) -> ArenaRow:
+                     seed: int = 0, roles: Sequence[str] | None = None) -> ArenaRow:
     """The arena `arena_id`: made (with its plan) if it is new, else the
-    stored one, which must have the same spec (ValueError otherwise)."""
-    spec = arena_spec(entries, games, players, mode, seed)
+    stored one, which must have the same spec (ValueError otherwise).
+    `roles`: a custom role list instead of the mode's (short games)."""
+    spec = arena_spec(entries, games, players, mode, seed, roles)
     row = await store.get_arena(arena_id)
     if row is None:
         plan = make_plan([e.label for e in entries], games, players=players, mode=mode,
-                         seed=seed)
+                         seed=seed, roles=roles)
         rows = [ArenaGameRow(idx=g.index, game_id=uuid.uuid4().hex, seed=g.seed,
                              seats=list(g.seats)) for g in plan.games]
         with contextlib.suppress(ConflictError):  # made meanwhile by another run
@@ -91,8 +98,9 @@ async def open_arena(store: Store, arena_id: str, entries: Sequence[ArenaEntry],
 
 def _describe(spec: dict[str, Any]) -> str:
     names = " ".join(f"{e['label']}={e['entry']}" for e in spec.get("entries", []))
+    roles = f" ({', '.join(spec['roles'])})" if spec.get("roles") else ""
     return (f"entries {names}, {spec.get('games')} games, {spec.get('players')} players, "
-            f"mode {spec.get('mode')}, seed {spec.get('seed')}")
+            f"mode {spec.get('mode')}{roles}, seed {spec.get('seed')}")
 
 
 def game_limit(entry: ArenaEntry, players: int, entries: int) -> int | None:
@@ -203,9 +211,11 @@ async def _play_game(store: Store, hub: ArenaHub, settings: Settings, spec: dict
     """Play (or resume) one planned game to its end; True if it finished."""
     row = await store.get_game(g.game_id)
     if row is None:
+        fields: dict[str, Any] = {"mode": spec["mode"], "players": spec["players"]}
+        if spec.get("roles"):  # a custom list: its length is the player count
+            fields = {"mode": "custom", "roles": spec["roles"]}
         lobby = service.LobbyIn.model_validate({
-            "mode": spec["mode"], "players": spec["players"], "speed": "fast",
-            "seed": g.seed,
+            **fields, "speed": "fast", "seed": g.seed,
             "seats": [entries[label].seat_spec(slot)
                       for slot, label in enumerate(g.seats, start=1)]})
         with contextlib.suppress(ConflictError):  # made by a run that stopped right after

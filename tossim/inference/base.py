@@ -31,6 +31,11 @@ class GenerationRequest:
     temperature: float = 0.7
     # requests with the same key share a prefix (one seat of one game)
     key: str = ""
+    # nucleus sampling and repetition penalties (a catalogue entry's `sampling`,
+    # applied by `registry.EntrySampling`); the defaults leave sampling alone
+    top_p: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
 
 
 @dataclass(frozen=True)

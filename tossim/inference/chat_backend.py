@@ -12,9 +12,12 @@ at a time. The output is constrained the strongest way the endpoint allows:
 - `text`: no constraint (the seat still parses and validates the answer).
 
 `probe()` finds which one an endpoint honours (a request no model answers
-right unless the constraint is applied), once per entry and process; a
-request refused later for its constraint (`ChatRejected`) moves the entry down
-one mode. Retries, 429s (Retry-After honoured, else exponential backoff with
+right unless the constraint is applied), once per entry and process: a
+server probes its catalogue's chat entries at start-up in the background
+(`start_probes`; /api/models shows the result, `probe_state`), and an entry
+whose probe failed or never ran is probed at its first turn. A request
+refused later for its constraint (`ChatRejected`) moves the entry down one
+mode. Retries, 429s (Retry-After honoured, else exponential backoff with
 jitter), 5xx, timeouts and connection errors are retried only while the
 caller's deadline allows; then `ChatError` tells the seat to abstain. Every
 error is counted (per kind) here and by the seat. Requests per entry are
@@ -27,6 +30,7 @@ is built and lives only inside the client; nothing here logs it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -38,6 +42,7 @@ from typing import Any
 
 from tossim.catalogue import ModelEntry
 from tossim.inference.base import BackendUnavailable
+from tossim.inference.limits import RateLimiter, RateLimitExceeded, shared_limiter
 
 log = logging.getLogger(__name__)
 
@@ -106,27 +111,6 @@ class ChatStats:
                 "max_seconds": round(self.max_seconds, 3), "errors": dict(self.errors)}
 
 
-class RateLimiter:
-    """Spaces request starts to at most `rpm` a minute (None: no limit)."""
-
-    def __init__(self, rpm: int | None) -> None:
-        self.interval = 60.0 / rpm if rpm else 0.0
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self, deadline: float) -> None:
-        if not self.interval:
-            return
-        async with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            if start >= deadline:
-                raise ChatError("rate_limit", "the entry's rpm leaves no slot before the "
-                                              "deadline")
-            self._next = start + self.interval
-        await asyncio.sleep(start - now)
-
-
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds from a Retry-After (or retry-after-ms) header, if any."""
     if not headers:
@@ -191,8 +175,10 @@ class ChatBackend:
         self.stats = ChatStats()
         self.mode: str | None = None if entry.constraint == "auto" else entry.constraint
         self.probe_report: dict[str, str] = {}
+        self.probe_error: str | None = None  # why the last probe failed (it is retried)
         self._sem = asyncio.Semaphore(entry.max_concurrency)
-        self._limiter = RateLimiter(entry.rpm)
+        # one limiter per entry for the process: every game's seats share the rpm
+        self._limiter: RateLimiter = shared_limiter(entry.model_dump_json(), entry.rpm)
         self._probe_lock = asyncio.Lock()
 
     @property
@@ -210,6 +196,10 @@ class ChatBackend:
                 seen: dict[str, int] = {}
                 try:
                     self.mode = await self.probe(deadline, seen)
+                    self.probe_error = None
+                except ChatError as exc:
+                    self.probe_error = exc.kind
+                    raise
                 finally:
                     if errors is not None:
                         for kind, n in seen.items():
@@ -305,7 +295,11 @@ class ChatBackend:
                 raise ChatError("timeout", "no time left before the seat's deadline")
             wait: float | None = None
             try:
-                await self._limiter.wait(deadline)
+                try:
+                    await self._limiter.wait(deadline)
+                except RateLimitExceeded as exc:
+                    raise ChatError("rate_limit", str(exc)) from None
+                remaining = deadline - time.monotonic()
                 return await asyncio.wait_for(self._send(body, remaining),
                                               max(remaining, 0.01))
             except ChatError as exc:  # bad_reply, rate limiter
@@ -448,11 +442,94 @@ def shared_chat_backend(entry: ModelEntry) -> ChatBackend:
 
 def probed_mode(entry: ModelEntry) -> str | None:
     """The constraint mode this process has found for `entry` (None: not yet
-    probed; entries are probed on their first turn)."""
+    probed: the server probes at start-up, anything else at the first turn)."""
     backend = _shared.get(entry.model_dump_json())
     return backend.mode if backend is not None else None
 
 
+def probe_state(entry: ModelEntry) -> dict[str, Any]:
+    """What /api/models shows of an entry's probe (no URL, no key):
+    `probed_constraint` (the mode found; the entry's own when it names one;
+    None until probed) and `probe` ("pending", "done", "fixed" or "failed:
+    KIND", retried at the entry's first turn)."""
+    if entry.backend != "chat":
+        return {}
+    if entry.constraint != "auto":
+        return {"probed_constraint": entry.constraint, "probe": "fixed"}
+    backend = _shared.get(entry.model_dump_json())
+    if backend is None or (backend.mode is None and backend.probe_error is None):
+        return {"probed_constraint": None, "probe": "pending"}
+    if backend.mode is not None:
+        return {"probed_constraint": backend.mode, "probe": "done"}
+    return {"probed_constraint": None, "probe": f"failed: {backend.probe_error}"}
+
+
+STARTUP_PROBE_SECONDS = 20.0  # each entry's probe at start-up, at most
+
+
+async def probe_entries(entries: Sequence[ModelEntry],
+                        timeout: float | None = None) -> dict[str, str | None]:
+    """Probe the chat entries that let the endpoint decide (`constraint =
+    "auto"`), all at once, each within `timeout` seconds, through their
+    shared backends (so seats use what was found). Returns name -> mode, or
+    None where the endpoint could not be reached in time: nothing is
+    recorded then and the entry's first turn probes again. Never raises for
+    an endpoint's failure."""
+    todo = [e for e in entries if e.backend == "chat" and e.constraint == "auto"]
+    limit = STARTUP_PROBE_SECONDS if timeout is None else timeout
+
+    async def one(entry: ModelEntry) -> str | None:
+        backend = shared_chat_backend(entry)
+        try:
+            return await asyncio.wait_for(
+                backend.ensure_mode(time.monotonic() + limit), limit + 1.0)
+        except (ChatError, TimeoutError) as exc:
+            if backend.mode is None and backend.probe_error is None:
+                backend.probe_error = getattr(exc, "kind", "timeout")
+            log.warning("%s: start-up probe failed (%s); the first turn probes again",
+                        backend.label, backend.probe_error)
+            return None
+        except Exception:  # a bad answer must not take the server down
+            log.exception("%s: start-up probe failed", backend.label)
+            backend.probe_error = backend.probe_error or "error"
+            return None
+
+    found = await asyncio.gather(*(one(e) for e in todo))
+    return {e.name: mode for e, mode in zip(todo, found, strict=True)}
+
+
+def start_probes(catalogue_path: Any = None,
+                 timeout: float | None = None) -> asyncio.Task[Any] | None:
+    """At server start-up: probe the catalogue's playable chat entries in
+    the background (start-up does not wait; a broken catalogue or a down
+    endpoint only leaves the entries unprobed). None when there is nothing
+    to probe. Each probe takes at most `timeout` seconds (default
+    STARTUP_PROBE_SECONDS). Stop it with `stop_probes`."""
+    from tossim.catalogue import CatalogueError, cached_catalogue
+    try:
+        catalogue = cached_catalogue(catalogue_path)
+    except CatalogueError:
+        return None  # /api/models reports the broken catalogue
+    entries = [e for e in catalogue.entries if e.backend == "chat" and e.constraint == "auto"
+               and e.unavailable_reason() is None]
+    if not entries:
+        return None
+    return asyncio.get_running_loop().create_task(probe_entries(entries, timeout),
+                                                  name="tossim-startup-probes")
+
+
+async def stop_probes(task: asyncio.Task[Any] | None) -> None:
+    """Cancel start-up probes still running (server shutdown)."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
 def forget_shared() -> None:
-    """Drop the shared backends (tests, or a reloaded catalogue)."""
+    """Drop the shared backends and their limiters (tests, or a reloaded
+    catalogue)."""
+    from tossim.inference.limits import forget_limiters
     _shared.clear()
+    forget_limiters()

@@ -52,6 +52,26 @@ def bundled_model_dir() -> Path:
     return model_dir(DEFAULT_BUNDLED)
 
 
+def nucleus(torch: Any, probs: Any, top_p: float) -> Any:
+    """`probs` with only the smallest set of most likely tokens whose mass
+    reaches `top_p` left (top-p sampling; the rest set to 0)."""
+    ordered, index = torch.sort(probs, descending=True)
+    before = torch.cumsum(ordered, dim=-1) - ordered  # mass of the likelier tokens
+    ordered[before >= top_p] = 0.0
+    ordered[0] = torch.clamp(ordered[0], min=1e-12)  # the likeliest always stays
+    return torch.zeros_like(probs).scatter(-1, index, ordered)
+
+
+def penalised(torch: Any, logits: Any, out: list[int], presence: float,
+              frequency: float) -> Any:
+    """Logits lowered for tokens already generated this row, as OpenAI-style
+    APIs define them: `presence` once per seen token, `frequency` per time."""
+    ids, counts = torch.unique(torch.tensor(out, dtype=torch.long), return_counts=True)
+    logits = logits.clone()
+    logits[0, ids] -= presence + frequency * counts.to(logits.dtype)
+    return logits
+
+
 @dataclass
 class _Cached:
     ids: tuple[int, ...]
@@ -515,10 +535,15 @@ class _Batch:
                     continue
                 fill_next_token_bitmask(row.guide, row.bitmask)
                 apply_token_bitmask_inplace(logits, row.bitmask)
+            if (r.presence_penalty or r.frequency_penalty) and row.out:
+                logits = penalised(torch, logits, row.out, r.presence_penalty,
+                                   r.frequency_penalty)
             if r.temperature <= 0:
                 tok = int(torch.argmax(logits[0]))
             else:
                 probs = torch.softmax(logits[0] / r.temperature, dim=-1)
+                if r.top_p < 1.0:
+                    probs = nucleus(torch, probs, r.top_p)
                 tok = int(torch.multinomial(probs, 1, generator=row.generator))
             tokens.append(tok)
             if tok == b.eos_id:

@@ -178,6 +178,9 @@ class OpenAIBackend(Backend):
             body["stop"] = list(r.stop)
         if r.seed is not None:
             body["seed"] = r.seed
+        for k in ("top_p", "presence_penalty", "frequency_penalty"):  # only when set
+            if getattr(r, k) != (1.0 if k == "top_p" else 0.0):
+                body[k] = getattr(r, k)
         return body
 
     async def _complete(self, r: GenerationRequest) -> GenerationResult:

@@ -3,11 +3,14 @@ shared by every seat and game that uses it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tossim.inference.base import Backend, BackendUnavailable
+from tossim.inference.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult
+from tossim.inference.limits import RateLimiter, shared_limiter
 
 MODEL_BACKENDS = ("local", "vllm", "openai")
 _shared: dict[tuple[str, str], Backend] = {}
@@ -45,6 +48,60 @@ def shared_backend(name: str, model: str | None = None, url: str | None = None) 
     if key not in _shared:
         _shared[key] = make_backend(name, model=model, url=url)
     return _shared[key]
+
+
+class EntryBackend:
+    """A shared backend seen through one catalogue entry: every request the
+    tool loop sends gets the entry's `sampling` (temperature, top_p and
+    penalties; `max_tokens` as a cap on each request, i.e. a smaller
+    thinking and action budget; `stop` strings added; `seed` mixed into the
+    request's), and waits for the entry's `rpm` (one limiter per entry for
+    the process, so concurrent games share it). The model stays loaded
+    once: entries on the same model share it, each with its own settings.
+    Everything else (tokenizer, stats, start, close) is the backend's."""
+
+    def __init__(self, backend: Backend, sampling: Mapping[str, Any],
+                 limiter: RateLimiter | None = None) -> None:
+        self.backend = backend
+        self.sampling = dict(sampling)
+        self.limiter = limiter
+
+    def __getattr__(self, name: str) -> Any:  # tokenizer, stats, name, start, close ...
+        return getattr(self.backend, name)
+
+    def apply(self, r: GenerationRequest) -> GenerationRequest:
+        """The request as the entry's sampling settings make it."""
+        s = self.sampling
+        changes: dict[str, Any] = {k: float(s[k]) for k in
+                                   ("temperature", "top_p", "presence_penalty",
+                                    "frequency_penalty") if k in s}
+        if "max_tokens" in s:
+            changes["max_tokens"] = max(1, min(r.max_tokens, int(s["max_tokens"])))
+        if s.get("stop"):
+            stops = [s["stop"]] if isinstance(s["stop"], str) else list(s["stop"])
+            changes["stop"] = tuple(dict.fromkeys((*r.stop, *map(str, stops))))
+        if isinstance(s.get("seed"), int):
+            changes["seed"] = (s["seed"] * 1_000_003 + (r.seed or 0)) % 2**31
+        return dataclasses.replace(r, **changes)
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        if self.limiter is not None:
+            for _ in requests:
+                await self.limiter.wait()
+        return await self.backend.generate([self.apply(r) for r in requests])
+
+    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        return (await self.generate([request]))[0]
+
+
+def for_entry(backend: Backend, sampling: Mapping[str, Any] | None = None,
+              rpm: int | None = None, key: str = "") -> Backend:
+    """`backend` with an entry's sampling settings and rate limit applied
+    (itself when the entry has neither); `key` names the entry's limiter."""
+    if not sampling and not rpm:
+        return backend
+    limiter = shared_limiter(key, rpm) if rpm else None
+    return EntryBackend(backend, sampling or {}, limiter)  # type: ignore[return-value]
 
 
 def unavailable_reason(name: str, openai_url: str | None = None) -> str | None:

@@ -113,7 +113,8 @@ class VLLMBackend(Backend):
         elif r.json_schema is not None:
             so = StructuredOutputsParams(json=r.json_schema)
         return SamplingParams(
-            max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed,
+            max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed, top_p=r.top_p,
+            presence_penalty=r.presence_penalty, frequency_penalty=r.frequency_penalty,
             stop=list(r.stop) or None, include_stop_str_in_output=True,
             structured_outputs=so, output_kind=RequestOutputKind.FINAL_ONLY)
 

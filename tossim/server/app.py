@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from tossim import __version__
+from tossim.inference.chat_backend import start_probes, stop_probes
 from tossim.inference.registry import close_shared_backends
 from tossim.server import service
 from tossim.server.bus import make_bus
@@ -151,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                          settings.chat_limit_seconds)
         _apps_open[0] += 1
         demo = None
+        probes = start_probes(settings.models)  # chat entries: constraint modes, in background
         try:
             await app.state.workers.start()
             log.info("server process %s", process)
@@ -160,6 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
             yield
         finally:
+            await stop_probes(probes)
             if demo is not None:
                 demo.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
 from tossim.catalogue import CatalogueError, cached_catalogue
-from tossim.inference.chat_backend import probed_mode
+from tossim.inference.chat_backend import probe_state
 from tossim.server.service import entry_unavailable
 
 router = APIRouter(prefix="/api", tags=["models"])
@@ -44,9 +44,7 @@ async def list_models(request: Request) -> ModelsOut:
     for e in catalogue.entries:
         why = entry_unavailable(e, settings)
         caps = e.capabilities()
-        if e.backend == "chat":
-            # the constraint its endpoint was found to honour (null until a seat played)
-            caps["probed_constraint"] = probed_mode(e)
+        caps.update(probe_state(e))  # chat: the constraint its endpoint honours (start-up probe)
         out.append(ModelOut(**e.public(), available=why is None, reason=why,
                             capabilities=caps))
     return ModelsOut(models=out)
