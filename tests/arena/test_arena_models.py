@@ -107,6 +107,8 @@ sampling = {{ temperature = 0.6, max_tokens = 24 }}
         e = rows[label]
         assert e["model_turns"] > 0, e
         assert e["prompt_tokens"] > 0 and e["completion_tokens"] > 0, e
+        # prompt tokens count every request's context, of which some were cached
+        assert 0 <= e["cached_tokens"] <= e["prompt_tokens"], e
         assert e["tokens_per_turn"] is not None and e["turn_seconds"] is not None, e
     assert rows["chat"]["cost_usd"] is not None and rows["chat"]["cost_usd"] > 0
     assert rows["scripted"]["model_turns"] == 0

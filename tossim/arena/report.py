@@ -263,7 +263,9 @@ def _add_metrics(t: Tally, data: dict[str, Any], entry: Any) -> None:
     t.turns += turns
     t.malformed += int(_num(agent, "malformed"))
     t.turn_seconds += _num(agent, "seconds")
-    prompt = int(_num(agent, "prompt_tokens"))
+    # every request's context, as an API bills it (`prompt_tokens` is only
+    # each turn's first prompt; `cached_tokens` counts all requests)
+    prompt = int(_num(agent, "requested_tokens") or _num(agent, "prompt_tokens"))
     completion = int(_num(agent, "completion_tokens") or _num(agent, "generated_tokens"))
     t.prompt_tokens += prompt
     t.completion_tokens += completion
