@@ -761,7 +761,7 @@ class ScriptedBot:
             return called
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
         # join a wagon with momentum on someone this bot has something against
-        if wagon and s.get(wagon[0], 0.0) >= (0.25 if tally[wagon[0]] >= 2 else 0.45) \
+        if wagon and s.get(wagon[0], 0.0) >= (0.1 if tally[wagon[0]] >= 2 else 0.45) \
                 and wagon[0] not in self.revealed:
             return wagon[0]
         return None
@@ -769,7 +769,8 @@ class ScriptedBot:
     def _called(self, cands: list[int], s: dict[int, float]) -> int | None:
         """The player today's discussion put forward: the one this bot called
         for itself, or the one most called for by players it trusts (a claimed
-        Sheriff's result counts), unless it has reasons to think them Town.
+        Sheriff's result counts), unless it has reasons to think them Town or
+        they have claimed a role that nothing contradicts.
         Everyone hears the same discussion, so the Town's votes meet on one
         player and the day reaches a trial, where the defence is heard."""
         if self.calls_day != self.day:
@@ -779,6 +780,8 @@ class ScriptedBot:
         for t in sorted(self.calls):
             if t not in cands or t in self.revealed or s.get(t, 0.0) < -0.1:
                 continue
+            if t in self.claims and s.get(t, 0.0) < 0.2:
+                continue  # they have claimed since, and nothing speaks against the claim
             if self.slot in self.calls[t]:
                 return t  # vote as one spoke
             # the callers' word, and what this bot holds against them already
