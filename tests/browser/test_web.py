@@ -834,17 +834,22 @@ def play_until_the_end(pg: Any, deadline_s: float, shots: Path) -> dict[str, Any
     pytest.fail(f"the game did not end in {deadline_s} s; did {did}")
 
 
-def check_deciding_votes(server: Server, gid: str, did: dict[str, Any]) -> None:
+def check_deciding_votes(server: Server, gid: str, did: dict[str, Any]) -> str:
     """Each trial the page showed right after the seat's deciding vote is, in
     the game's public record, a trial whose last vote before it is the seat's,
     for the accused; and the seat judged there (its judge command is stored)."""
     public = server.get(f"/api/games/{gid}/replay?viewer=public")["events"]
     last_vote: dict[str, Any] = {}
     decided = []
+    record = []  # the days' votes and trials, printed (why no vote decided, if none)
     for e in public:
         if e["key"] in ("vote.cast", "vote.changed"):
             last_vote = e["data"]
+            record.append(f"{e['data']['voter']}>{e['data']['target']}")
+        elif e["key"] in ("phase.voting", "lynch.death", "dawn.death"):
+            record.append(f"| D{e['day']} {e['key']} {e['data'].get('player', '')}")
         elif e["key"] == "trial.start":
+            record.append(f"TRIAL {e['data']['accused']}")
             if last_vote == {"voter": 1, "target": e["data"]["accused"]}:
                 decided.append((e["day"], e["data"]["accused"]))
             last_vote = {}
@@ -853,6 +858,7 @@ def check_deciding_votes(server: Server, gid: str, did: dict[str, Any]) -> None:
         omni = server.get(f"/api/games/{gid}/replay?viewer=omniscient")
         assert did["judge"] and any(c.get("actor") == 1 and c["type"] == "judge"
                                     for c in omni["commands"]), did
+    return " ".join(record)
 
 
 @pytest.mark.browser
@@ -956,8 +962,8 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
         if did["vote_panels"]:
             # the seat saw voting open: its vote reached the game
             assert did["vote"] and ("vote" in kinds), did
-        check_deciding_votes(quick_server, gid, did)
-        print(f"human seat: {did}; trials: {len(trials)}")
+        record = check_deciding_votes(quick_server, gid, did)
+        print(f"human seat: {did}; trials: {len(trials)}; votes: {record}")
 
         # -- the spectator saw the same public events, in order; the seat saw them too
         gp.wait_for_function("() => document.querySelector('[data-testid=connection]')"
@@ -987,9 +993,12 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
             pg.click(tid("start-game"))
             pg.wait_for_url(f"**/#/play/{again}")
             pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+            pg.wait_for_function("() => window.tossim.state && "
+                                 "window.tossim.state.phase !== 'ended'")  # the new game's
             more = play_until_the_end(pg, 300, shots)
-            check_deciding_votes(quick_server, again, more)
-            print(f"human seat, game {games + 1}: {more}")
+            assert quick_server.get(f"/api/games/{again}")["status"] == "finished", more
+            record = check_deciding_votes(quick_server, again, more)
+            print(f"human seat, game {games + 1}: {more}; votes: {record}")
             deciding, games = more["deciding"], games + 1
             if not deciding and games < 3:
                 pg.wait_for_selector(f"{tid('end-panel')}:not([hidden])")
