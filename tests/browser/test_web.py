@@ -997,7 +997,7 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
             pg.wait_for_function("() => window.tossim.state && "
                                  "window.tossim.state.phase !== 'ended'")  # the new game's
             more = play_until_the_end(pg, 300, shots)
-            assert quick_server.get(f"/api/games/{again}")["status"] == "finished", more
+            wait_finished(quick_server, again, 30)  # the store's row follows the last event
             record = check_deciding_votes(quick_server, again, more)
             print(f"human seat, game {games + 1}: {more}; votes: {record}")
             deciding, games = more["deciding"], games + 1
