@@ -46,3 +46,14 @@ def test_bots_talk_varied_and_give_reasons() -> None:
     assert any("I am the" in t for t in texts)
     again = play_match(GameConfig(players=15, seed=12)).game
     assert texts == [e.data["text"] for e in again.events if e.key == "chat.public"]
+
+
+def test_most_days_reach_a_trial_and_town_wins_a_fair_share() -> None:
+    """The scripted Town's votes meet on the player the discussion put
+    forward: over 20 seeded games of each size, well over half the days with
+    a Voting phase reach a trial, Mafia members are lynched, and the Town
+    still wins a fair share (seeded: the same figures every run)."""
+    for f in pacing_bench.run(20, seed=100, sizes=(7, 11, 15)):
+        assert f.trial_days >= 0.6 * f.voting_days, (f.players, f.trial_days, f.voting_days)
+        assert f.lynches["mafia"] >= f.games // 2, (f.players, f.lynches)
+        assert f.results["town"] >= 0.35 * f.games, (f.players, f.results)

@@ -958,7 +958,7 @@ function watchPage(gameId, viewer, atVersion) {
     ensureOption();
     makeBar(false);
     bar.setEvents(events);
-    if (thinking) thinking.load(gameId, true);
+    if (thinking) thinking.load(gameId); // the replay was served: the view is allowed
     if (atVersion !== null) bar.seekVersion(atVersion);
     else bar.seek(0);
     if (summary) showEnd(summary);
@@ -966,10 +966,13 @@ function watchPage(gameId, viewer, atVersion) {
 
   const startLive = () => {
     makeBar(true);
-    if (thinking) thinking.load(gameId, false);
     socket = connectGame(
       `/ws/games/${enc(gameId)}/watch?viewer=${enc(viewer)}`, view, {
         summaries,
+        // The server says hello only once it has accepted this point of view
+        // (it refuses omniscient for a live game with a human seat, and the
+        // turns route would refuse it too): only then are stored turns asked for.
+        onHello: () => thinking && thinking.load(gameId),
         onEvents: (fresh, state) => {
           events = events.concat(fresh).filter((e, i, all) => i === 0 || all[i - 1].v !== e.v);
           if (state) liveState = state;

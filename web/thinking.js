@@ -34,32 +34,47 @@ function stepEl(step) {
 
 export class ThinkingPanel {
   constructor(slot) {
-    this.turns = []; // {slot, seq, day, phase, steps, action}
+    this.turns = []; // {slot, seq, day, phase, steps, action, live?, done?}
     this.until = null; // show turns up to this (day, phase); null: all
     this.list = h("div", { class: "thinking-seats", testid: "thinking-seats" });
     this.empty = h("p", { class: "muted small" }, "Model seats' thinking, tool calls and observations appear here as they happen.");
     this.el = h("section", { class: "panel thinking", testid: "thinking", "aria-labelledby": "thinking-h", hidden: true },
       h("h3", { id: "thinking-h" }, "AI seats thinking"), this.empty, this.list);
     setChildren(slot, this.el);
-    this.open = new Set(); // slots whose <details> the user opened
+    // One <details> per seat, kept across renders: only its contents change,
+    // so a reader's click, focus and open/closed state survive new turns.
+    this.seats = new Map(); // slot -> {details, summary, body}
+    this.loaded = false;
   }
 
   destroy() {
     this.stopped = true;
   }
 
-  /** Stored turns (finished and all-AI games); a server without the route shows nothing. */
+  /**
+   * Stored turns (GET /api/games/{id}/turns). Called once the server has
+   * accepted this view (its socket's hello, or a replay it served), since the
+   * route refuses the omniscient view of a live game with a human seat; the
+   * later calls (a reconnect) do nothing.
+   */
   async load(gameId) {
+    if (this.loaded) return;
+    this.loaded = true;
     let data;
     try {
       data = await getJSON(`/api/games/${encodeURIComponent(gameId)}/turns`);
     } catch {
+      this.loaded = false; // asked again at the next hello
       return;
     }
     if (this.stopped) return;
     const turns = Array.isArray(data) ? data : (data && data.turns) || [];
-    const known = new Set(this.turns.map((t) => `${t.slot}|${t.seq}`));
-    for (const t of turns) if (!known.has(`${t.slot}|${t.seq}`)) this.turns.push({ ...t, steps: [...(t.steps || [])] });
+    for (const t of turns) {
+      const slot = Number(t.slot);
+      // a stored turn is the finished form of one streamed before it loaded
+      this.turns = this.turns.filter((x) => !(x.live && x.slot === slot && x.day === t.day && x.phase === t.phase));
+      this.turns.push({ ...t, slot, steps: [...(t.steps || [])] });
+    }
     this.render();
   }
 
@@ -68,7 +83,7 @@ export class ThinkingPanel {
     const slot = Number(msg.slot);
     let turn = [...this.turns].reverse().find((t) => t.slot === slot);
     if (!turn || turn.day !== msg.day || turn.phase !== msg.phase || turn.done) {
-      turn = { slot, seq: this.turns.length + 1, day: msg.day, phase: msg.phase, steps: [], live: true };
+      turn = { slot, day: msg.day, phase: msg.phase, steps: [], live: true };
       this.turns.push(turn);
     }
     turn.steps.push(msg.step || {});
@@ -82,6 +97,18 @@ export class ThinkingPanel {
     this.render();
   }
 
+  seat(slot) {
+    let seat = this.seats.get(slot);
+    if (!seat) {
+      const summary = h("summary", null);
+      const body = h("ol", { class: "turns" });
+      const details = h("details", { class: "seat-thinking", testid: `thinking-${slot}` }, summary, body);
+      seat = { details, summary, body, sig: "" };
+      this.seats.set(slot, seat);
+    }
+    return seat;
+  }
+
   render() {
     const shown = this.turns.filter((t) => this.until === null || order(t.day, t.phase) <= this.until);
     this.el.hidden = this.turns.length === 0;
@@ -91,20 +118,24 @@ export class ThinkingPanel {
       if (!bySlot.has(t.slot)) bySlot.set(t.slot, []);
       bySlot.get(t.slot).push(t);
     }
-    setChildren(this.list, [...bySlot.entries()].sort((a, b) => a[0] - b[0]).map(([slot, turns]) => {
+    const slots = [...bySlot.keys()].sort((a, b) => a - b);
+    const els = slots.map((slot) => {
+      // in game order (a stored turn may load after a streamed later one)
+      const turns = bySlot.get(slot).map((t, i) => [t, i])
+        .sort((a, b) => order(a[0].day, a[0].phase) - order(b[0].day, b[0].phase) || a[1] - b[1])
+        .map(([t]) => t);
+      const seat = this.seat(slot);
       const last = turns[turns.length - 1];
-      const details = h("details", { class: "seat-thinking", testid: `thinking-${slot}`, open: this.open.has(slot) },
-        h("summary", null, `Player ${slot}`, h("span", { class: "muted small" },
-          ` · ${turns.length} turn${turns.length > 1 ? "s" : ""} · last: Day ${last.day} ${last.phase}`)),
-        h("ol", { class: "turns" }, turns.map((t) => h("li", { class: "turn" },
-          h("div", { class: "small muted" }, `Day ${t.day} · ${t.phase}`),
-          h("ol", { class: "steps" }, t.steps.map(stepEl)),
-          t.action ? h("div", { class: "small" }, "Action: ", h("code", null, clip(t.action))) : null))));
-      details.addEventListener("toggle", () => {
-        if (details.open) this.open.add(slot);
-        else this.open.delete(slot);
-      });
-      return details;
-    }));
+      setChildren(seat.summary, `Player ${slot}`, h("span", { class: "muted small" },
+        ` · ${turns.length} turn${turns.length > 1 ? "s" : ""} · last: Day ${last.day} ${last.phase}`));
+      setChildren(seat.body, turns.map((t) => h("li", { class: "turn" },
+        h("div", { class: "small muted" }, `Day ${t.day} · ${t.phase}`),
+        h("ol", { class: "steps" }, t.steps.map(stepEl)),
+        t.action ? h("div", { class: "small" }, "Action: ", h("code", null, clip(t.action))) : null)));
+      return seat.details;
+    });
+    // move only what changed: the seats' elements stay the same nodes
+    const current = [...this.list.children];
+    if (current.length !== els.length || current.some((el, i) => el !== els[i])) setChildren(this.list, els);
   }
 }

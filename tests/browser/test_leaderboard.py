@@ -5,48 +5,21 @@ the page lists the arena and shows its table and plots. Run with
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from .support import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, get_json, sync_api
+
 pytestmark = pytest.mark.browser
 
-if os.environ.get("CI") == "true":
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("TOSSIM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCREENSHOT = Path("/tmp/tossim-leaderboard.png")
-REPO = Path(__file__).resolve().parents[2]
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(f"{CHROMIUM} is missing")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=5) as r:
-        return json.loads(r.read())
-
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -58,7 +31,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     "--entry", "gamma=scripted", "--games", "6", "--players", "9",
                     "--arena", "lb1", "--db", db], check=True, env=env, cwd=tmp,
                    capture_output=True, timeout=180)
-    port = _free_port()
+    port = free_port()
     log = tmp / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([*tossim, "serve", "--host", "127.0.0.1", "--port", str(port),
@@ -68,7 +41,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     deadline = time.monotonic() + 60
     while True:
         try:
-            if _get(url, "/api/health")["status"] == "ok":
+            if get_json(url, "/api/health")["status"] == "ok":
                 break
         except (urllib.error.URLError, OSError, ValueError):
             pass
@@ -85,7 +58,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_leaderboard_page_shows_the_arena(base: str) -> None:
-    report = _get(base, "/api/arenas/lb1/report")
+    report = get_json(base, "/api/arenas/lb1/report")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 1400})

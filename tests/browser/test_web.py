@@ -8,12 +8,9 @@ driven by Playwright's Python package (no `playwright install`). Run with
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,37 +22,25 @@ from typing import Any
 
 import pytest
 
+from .support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REPO,
+    free_port,
+    get_json,
+    sync_api,
+    write_store,
+)
+
 pytestmark = pytest.mark.browser
 
-if os.environ.get("CI") == "true":  # CI installs both: a missing one is a failure
-    import playwright.sync_api as sync_api
-else:
-    sync_api = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("TOSSIM_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCREENSHOT = Path("/tmp/tossim-watch.png")
-REPO = Path(__file__).resolve().parents[2]
 XSS_CHAT = "<b>bold</b><script>alert(1)</script>"
 XSS_IMG = '<img src=x onerror="window.__xss = 1">'
-# GET /api/models and /api/games/{id}/turns come with other branches; without
-# them the client falls back (scripted/local backends; no stored turns).
-OPTIONAL_ROUTES = ("/api/models", "/turns")
 XSS_SUMMARY = "Day recap <img src=x onerror=alert(1)> <script>window.__xss = 1</script>"
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed chromium")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 
 
 # ---- the server --------------------------------------------------------------------
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _tossim_command() -> list[str]:
     for candidate in (Path(sys.executable).parent / "tossim", REPO / ".venv" / "bin" / "tossim"):
@@ -67,17 +52,12 @@ def _tossim_command() -> list[str]:
     return [sys.executable, "-m", "tossim.cli"]
 
 
-def _get(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=5) as r:
-        return json.loads(r.read())
-
-
 class Server:
     def __init__(self, base: str, proc: subprocess.Popen[bytes], log: Path, db: str) -> None:
         self.base, self.proc, self.log, self.db = base, proc, log, db
 
     def get(self, path: str) -> Any:
-        return _get(self.base, path)
+        return get_json(self.base, path)
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
@@ -94,13 +74,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def quick_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server whose timed games are short enough to play one to the end in a
     test (quick speed halves them again), with no demo using the CPU."""
-    yield from _serve(tmp_path_factory, time_scale="0.12", demo=False)
+    yield from _serve(tmp_path_factory, time_scale="0.25", demo=False)
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, *, time_scale: str,
            demo: bool) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("tossim-web")
-    port = _free_port()
+    port = free_port()
     log = tmp / "server.log"
     env = dict(os.environ)
     env["TOSSIM_TIME_SCALE"] = time_scale
@@ -175,20 +155,14 @@ def wait_finished(server: Server, gid: str, timeout: float = 90) -> dict[str, An
 
 
 def add_summary(server: Server, game_id: str, day: int, text: str) -> None:
-    """Write a summary row straight into the server's store (its SQLite file,
-    in WAL mode: a second writer waits its turn), as the runner would."""
-    from tossim.store import Store
+    """Write a summary row straight into the server's store, as the runner would."""
+    write_store(server.db, lambda store: store.add_summary(game_id, day, text))
 
-    async def write() -> None:
-        store = await Store.open(server.db, migrate=False)
-        try:
-            await store.add_summary(game_id, day, text)
-        finally:
-            await store.close()
 
-    # Playwright's sync API keeps an event loop of its own: run ours in a thread.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, write()).result(timeout=60)
+def add_turn(server: Server, game_id: str, slot: int, turn: dict[str, Any]) -> None:
+    """Store a model seat's finished turn (Day 1), as the runner would: the
+    browser tests' seats are scripted, so the server stores none itself."""
+    write_store(server.db, lambda store: store.add_turn(game_id, slot, 1, 1, "day1", turn))
 
 
 def demo_game_id(server: Server, timeout: float = 30) -> str:
@@ -221,6 +195,7 @@ class Page:
         self.errors: list[str] = []
         self.dialogs: list[str] = []
         self.foreign: list[str] = []
+        self.requests: list[str] = []
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         page.on("console", self._console)
         page.on("dialog", self._dialog)
@@ -229,9 +204,6 @@ class Page:
     def _console(self, message: Any) -> None:
         if message.type != "error":
             return
-        url = str((message.location or {}).get("url", ""))
-        if "Failed to load resource" in message.text and url.endswith(OPTIONAL_ROUTES):
-            return  # routes another branch adds: the client falls back without them
         self.errors.append(f"console: {message.text}")
 
     def _dialog(self, dialog: Any) -> None:
@@ -240,6 +212,7 @@ class Page:
 
     def _request(self, request: Any) -> None:
         url = request.url
+        self.requests.append(url)
         host = self.base.split("://", 1)[1]
         if not (url.startswith(("data:", "blob:")) or f"://{host}" in url):
             self.foreign.append(url)
@@ -431,6 +404,8 @@ def test_refused_view_is_explained(page: Page, server: Server) -> None:
     pg.wait_for_selector(f"{tid('watch-notice')}:not([hidden])", timeout=10000)
     assert "not available" in pg.text_content(tid("watch-notice"))
     assert pg.text_content(tid("connection")).startswith("Disconnected")
+    # the refused view never asks for the AI seats' stored turns (a 403 there)
+    assert not [u for u in page.requests if "/turns" in u], page.requests
     pg.click(f"{tid('watch-notice')} a")
     pg.wait_for_url(f"**/#/watch/{lobby['id']}?viewer=public")
     pg.wait_for_selector(f"{tid('event-log')} > li")
@@ -753,12 +728,66 @@ def game_id_from_hash(pg: Any) -> str:
     return str(pg.evaluate("location.hash").split("?")[0].split("/")[-1])
 
 
-def play_until_the_end(pg: Any, deadline_s: float) -> dict[str, Any]:
+READ_VOTING = """() => {
+  const s = window.tossim.state;
+  const hint = document.querySelector('[data-testid=vote-hint]').textContent;
+  const needed = Number((hint.match(/^(\\d+) votes put a player on trial/) || [])[1] || 0);
+  const buttons = [...document.querySelectorAll('[data-testid=vote-buttons] button')].map(b => ({
+    slot: Number(b.dataset.slot),
+    name: b.querySelector('.label').textContent.replace(/^\\d+\\. /, ''),
+    count: Number(b.querySelector('.count').textContent || 0)}));
+  return {needed, buttons, left: s && s.deadline ? s.deadline - Date.now() / 1000 : null,
+          seq: s && s.phase_seq};
+}"""
+
+
+def vote_from_the_tally(pg: Any, did: dict[str, Any], day: int, shots: Path) -> bool:
+    """Voting, as a player reading the page: the vote hint says how many votes
+    put a player on trial and each button shows its tally. With someone one
+    vote short (the AI votes that would complete it are held while a human
+    has time to vote), the seat's vote is the deciding one: it votes, and the
+    page must show that player's trial at once (Defense, "On trial: name").
+    Otherwise it waits, and when the time is nearly up joins the front-runner
+    if anyone has a vote (alone, with no reason, it would only draw suspicion
+    on itself). True once it has voted or chosen not to."""
+    seen = pg.evaluate(READ_VOTING)
+    needed, buttons = seen["needed"], seen["buttons"]
+    short = [b for b in buttons if needed and b["count"] == needed - 1]
+    if short:
+        target = short[0]
+        pg.click(tid(f"vote-{target['slot']}"), timeout=2000)
+        did["vote"].append((day, target["slot"]))
+        try:
+            pg.wait_for_function(
+                """(name) => document.querySelector('[data-testid=phase]').dataset.phase
+                     === 'defense' && document.querySelector('[data-testid=trial-info]')
+                     .textContent === `On trial: ${name}`""", arg=target["name"], timeout=5000)
+            if not did["deciding"]:
+                pg.screenshot(path=str(shots / "03b-trial-from-my-vote.png"), full_page=True)
+            did["deciding"].append((day, target["slot"]))
+        except sync_api.TimeoutError:  # the window closed first
+            shown = pg.evaluate("() => [document.querySelector('[data-testid=phase]')"
+                                ".dataset.phase, document.querySelector("
+                                "'[data-testid=trial-info]').textContent]")
+            did["late"].append((day, target["slot"], *shown))
+        return True
+    left = seen["left"]
+    if buttons and left is not None and left < 1.0:
+        target = max(buttons, key=lambda b: b["count"])
+        if target["count"]:
+            pg.click(tid(f"vote-{target['slot']}"), timeout=2000)
+            did["vote"].append((day, target["slot"]))
+        return True
+    return False
+
+
+def play_until_the_end(pg: Any, deadline_s: float, shots: Path) -> dict[str, Any]:
     """Act through the page whenever the seat can: a will on the first chance,
-    a chat line and a vote each day, a guilty verdict at each trial, a night
-    action each night; until the game is over. Returns what it did."""
+    a chat line and a vote each day (the deciding one when it can be, see
+    `vote_from_the_tally`), a guilty verdict at each trial, a night action
+    each night; until the game is over. Returns what it did."""
     did: dict[str, Any] = {"will": 0, "chat": 0, "vote": [], "judge": 0, "night": 0,
-                           "vote_panels": 0}
+                           "vote_panels": 0, "deciding": [], "late": []}
     done: set[tuple[Any, ...]] = set()
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
@@ -777,13 +806,11 @@ def play_until_the_end(pg: Any, deadline_s: float) -> dict[str, Any]:
                 pg.click(tid("will-save"), timeout=2000)
                 did["will"] += 1
             if "vote" in legal and ("vote", seq) not in done:
-                done.add(("vote", seq))
-                did["vote_panels"] += 1
-                button = pg.query_selector(f"{tid('vote-buttons')} button")
-                if button is not None:
-                    target = int(button.get_attribute("data-slot") or 0)
-                    button.click(timeout=2000)
-                    did["vote"].append((day, target))
+                if ("panel", seq) not in done:
+                    done.add(("panel", seq))
+                    did["vote_panels"] += 1
+                if vote_from_the_tally(pg, did, day, shots):
+                    done.add(("vote", seq))
             if "chat" in legal and ("chat", day) not in done and \
                     pg.is_enabled(tid("chat-input")) and st["phase"] in ("day1", "discussion"):
                 done.add(("chat", day))
@@ -805,8 +832,35 @@ def play_until_the_end(pg: Any, deadline_s: float) -> dict[str, Any]:
                 did["night"] += 1
         except sync_api.Error:
             pass  # the phase ended under the click: the next round sees the new one
-        pg.wait_for_timeout(80)
+        pg.wait_for_timeout(40)
     pytest.fail(f"the game did not end in {deadline_s} s; did {did}")
+
+
+def check_deciding_votes(server: Server, gid: str, did: dict[str, Any]) -> str:
+    """Each trial the page showed right after the seat's deciding vote is, in
+    the game's public record, a trial whose last vote before it is the seat's,
+    for the accused; and the seat judged there (its judge command is stored)."""
+    public = server.get(f"/api/games/{gid}/replay?viewer=public")["events"]
+    last_vote: dict[str, Any] = {}
+    decided = []
+    record = []  # the days' votes and trials, printed (why no vote decided, if none)
+    for e in public:
+        if e["key"] in ("vote.cast", "vote.changed"):
+            last_vote = e["data"]
+            record.append(f"{e['data']['voter']}>{e['data']['target']}")
+        elif e["key"] in ("phase.voting", "lynch.death", "dawn.death"):
+            record.append(f"| D{e['day']} {e['key']} {e['data'].get('player', '')}")
+        elif e["key"] == "trial.start":
+            record.append(f"TRIAL {e['data']['accused']}")
+            if last_vote == {"voter": 1, "target": e["data"]["accused"]}:
+                decided.append((e["day"], e["data"]["accused"]))
+            last_vote = {}
+    assert set(did["deciding"]) <= set(decided), (did, decided)
+    if did["deciding"]:
+        omni = server.get(f"/api/games/{gid}/replay?viewer=omniscient")
+        assert did["judge"] and any(c.get("actor") == 1 and c["type"] == "judge"
+                                    for c in omni["commands"]), did
+    return " ".join(record)
 
 
 @pytest.mark.browser
@@ -896,7 +950,7 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
         tab.close()
 
         # -- the human plays the whole game through the page
-        did = play_until_the_end(pg, 150)
+        did = play_until_the_end(pg, 300, shots)
         pg.wait_for_selector(f"{tid('end-panel')}:not([hidden])")
         pg.screenshot(path=str(shots / "04-play-game-over.png"), full_page=True)
         assert pg.text_content(tid("connection")) == "Game over"
@@ -907,16 +961,10 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
         assert {"will", "chat", "night"} <= kinds, (did, kinds)
         public = quick_server.get(f"/api/games/{gid}/replay?viewer=public")["events"]
         trials = [e for e in public if e["key"] == "trial.start"]
-        my_votes = [e for e in public if e["key"] == "vote.cast" and e["data"]["voter"] == 1]
-        if did["vote_panels"]:
-            # the seat saw voting open: its vote reached the game
-            assert did["vote"] and ("vote" in kinds), did
-        assert trials, "no trial in the whole game"
-        if did["judge"]:
-            assert "judge" in kinds
-        print(f"human seat: {did}; trials: {len(trials)}; votes cast: {len(my_votes)}; "
-              f"a trial on a day the seat voted for the accused: "
-              f"{any((t['day'], t['data']['accused']) in did['vote'] for t in trials)}")
+        if did["vote"]:
+            assert "vote" in kinds, did  # the seat's votes reached the game
+        record = check_deciding_votes(quick_server, gid, did)
+        print(f"human seat: {did}; trials: {len(trials)}; votes: {record}")
 
         # -- the spectator saw the same public events, in order; the seat saw them too
         gp.wait_for_function("() => document.querySelector('[data-testid=connection]')"
@@ -937,6 +985,30 @@ def test_lobby_owner_a_whole_game_spectated_and_play_again(
         assert lobby2["roles"] == lobby["roles"]
         assert [s["kind"] for s in lobby2["seats"]] == [s["kind"] for s in lobby["seats"]]
         assert lobby2["seats"][0]["name"] == "Alice" and lobby2["seats"][0]["claimed"]
+
+        # -- the seat's vote decided a trial. A seat killed early, or a game
+        #    whose days never had anyone one vote short, cannot: then the
+        #    seat plays the next game too (at most three in all).
+        deciding, games = did["deciding"], 1
+        while not deciding and games < 3:
+            pg.click(tid("start-game"))
+            pg.wait_for_url(f"**/#/play/{again}")
+            pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+            pg.wait_for_function("() => window.tossim.state && "
+                                 "window.tossim.state.phase !== 'ended'")  # the new game's
+            more = play_until_the_end(pg, 300, shots)
+            wait_finished(quick_server, again, 30)  # the store's row follows the last event
+            record = check_deciding_votes(quick_server, again, more)
+            print(f"human seat, game {games + 1}: {more}; votes: {record}")
+            deciding, games = more["deciding"], games + 1
+            if not deciding and games < 3:
+                pg.wait_for_selector(f"{tid('end-panel')}:not([hidden])")
+                pg.click(tid("play-again"))
+                pg.wait_for_function("(id) => location.hash.startsWith('#/lobby/') && "
+                                     "!location.hash.endsWith(id)", arg=again)
+                again = game_id_from_hash(pg)
+                pg.wait_for_selector(tid("start-game"))
+        assert deciding, f"in {games} games the seat's vote never decided a trial"
         owner.check_clean()
         guest.check_clean()
     finally:
@@ -1030,43 +1102,48 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
 @pytest.mark.browser
 def test_ai_thinking_folded_streamed_and_kept(page: Page, server: Server, shots: Path) -> None:
     """The omniscient view of an all-AI game shows model seats' turns, folded,
-    as text. The turns route and the thinking stream come from another branch
-    (i13bots): where the route is missing, the client is checked against a stub
-    of that contract (docs/api.md)."""
+    as text: the stored ones (GET /api/games/{id}/turns, asked for once the
+    socket's hello has accepted the view) and the streamed ones (the
+    websocket's `thinking` messages). A prompt is stored but never served."""
     gid = new_ai_game(server, 7, "paced")
-    try:
-        server.get(f"/api/games/{gid}/turns")
-        has_route = True
-    except urllib.error.HTTPError:
-        has_route = False
+    add_turn(server, gid, 3, {
+        "prompt": "<system>never shown</system>", "output": "...", "action": {"type": "chat"},
+        "steps": [{"kind": "thinking", "text": "Player 5 <b>claimed</b> Sheriff."},
+                  {"kind": "tool", "name": "read_log", "args": {"day": 1},
+                   "observation": "Day 1 begins."},
+                  {"kind": "action", "text": "chat: hello"}]})
     pg = page.page
-    if not has_route:
-        stub = [{"slot": 3, "seq": 1, "day": 1, "phase": "day1", "action": {"type": "chat"},
-                 "steps": [{"kind": "thinking", "text": "Player 5 <b>claimed</b> Sheriff."},
-                           {"kind": "tool", "name": "read_log", "args": {"day": 1},
-                            "observation": "Day 1 begins."},
-                           {"kind": "action", "text": "chat: hello"}]}]
-        pg.route("**/api/games/*/turns*", lambda route: route.fulfill(
-            status=200, content_type="application/json", body=json.dumps(stub)))
     pg.goto(f"{server.base}/#/watch/{gid}?viewer=omniscient")
     pg.wait_for_selector(f"{tid('event-log')} > li")
+    stored = pg.locator(tid("thinking-3"))
+    stored.wait_for()
     # a streamed step (the websocket message's shape) joins the panel
     pg.evaluate("""() => window.tossim.socket.handle({type: 'thinking', slot: 4, day: 1,
         phase: 'day1', step: {kind: 'thinking', text: 'I will <img src=x> claim Doctor.'}})""")
-    pg.wait_for_selector(f"{tid('thinking')}:not([hidden])")
-    streamed = pg.wait_for_selector(tid("thinking-4"))
-    assert streamed.get_attribute("open") is None  # folded by default
-    assert not streamed.is_visible() or "claim Doctor" not in streamed.inner_text()
-    streamed.click()
+    streamed = pg.locator(tid("thinking-4"))
+    streamed.wait_for()
+    for seat in (stored, streamed):
+        assert seat.get_attribute("open") is None  # folded by default
+    assert not streamed.locator("ol.turns").is_visible()
+    streamed.locator("summary").click()
     pg.wait_for_function("() => document.querySelector('[data-testid=thinking-4]').open")
     assert "I will <img src=x> claim Doctor." in streamed.inner_text()
+    stored.locator("summary").click()
+    pg.wait_for_function("() => document.querySelector('[data-testid=thinking-3]').open")
+    text = stored.inner_text()
+    assert "Player 5 <b>claimed</b> Sheriff." in text and "read_log(" in text, text
+    assert "Day 1 begins." in text and "chat: hello" in text
+    # a later step keeps the reader's place: the seats stay open
+    pg.evaluate("""() => window.tossim.socket.handle({type: 'thinking', slot: 4, day: 1,
+        phase: 'day1', step: {kind: 'action', text: 'chat: I am the Doctor.'}})""")
+    pg.wait_for_function("() => document.querySelector('[data-testid=thinking-4]')"
+                         ".textContent.includes('I am the Doctor.')")
+    assert stored.get_attribute("open") is not None and streamed.get_attribute("open") is not None
+    assert "never shown" not in pg.content()  # prompts are stored, never served
     assert pg.query_selector(f"{tid('thinking')} img") is None
-    if not has_route:
-        stored = pg.wait_for_selector(tid("thinking-3"))
-        stored.click()
-        text = stored.inner_text()
-        assert "Player 5 <b>claimed</b> Sheriff." in text and "read_log" in text
-        assert pg.query_selector(f"{tid('thinking')} b") is None
+    assert pg.query_selector(f"{tid('thinking')} b") is None
+    turns_requests = [u for u in page.requests if u.endswith(f"/api/games/{gid}/turns")]
+    assert len(turns_requests) == 1, turns_requests
     pg.screenshot(path=str(shots / "08-thinking.png"), full_page=True)
     page.check_clean()
 
@@ -1118,14 +1195,14 @@ def test_custom_role_list_from_the_form(page: Page, server: Server, shots: Path)
     pg.wait_for_selector(tid("create-seat-7"))
     pg.select_option(tid("create-mode"), "custom")
     assert pg.is_visible(tid("create-custom-roles"))
-    before = len(_get(server.base, "/api/lobbies"))
+    before = len(get_json(server.base, "/api/lobbies"))
     pg.fill(tid("create-custom-roles"),
             "Jailor, Sheriff, Jailor, Doctor, Godfather, Random Mafia, Neutral Killing")
     assert pg.input_value(tid("create-players")) == "7"
     pg.click(tid("create-submit"))
     pg.wait_for_selector(f"{tid('home-error')}:not([hidden])")
     assert "slot 3" in pg.text_content(tid("home-error"))
-    assert len(_get(server.base, "/api/lobbies")) == before
+    assert len(get_json(server.base, "/api/lobbies")) == before
     slots = ("Jailor, Town Investigative, Town Protective, Random Town, Godfather, Any, "
              "Survivor, Any")
     pg.fill(tid("create-custom-roles"), slots)

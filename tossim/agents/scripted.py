@@ -62,6 +62,8 @@ GUILTY_AT = 0.6
 VOTE_AT = 0.7
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
+CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
+PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 
 
 def _possible_roles(role_list: list[str]) -> frozenset[str]:
@@ -147,6 +149,11 @@ class ScriptedBot:
         self.news: list[tuple[str, int, str]] = []  # (dawn|lynch, slot, role) to react to
         self.spoke_day = 0  # the last day this bot accused someone in public
         self.accused_today: set[int] = set()
+        # today's calls for a vote in public: target -> the players who made them
+        # (a "Vote X!" or a claimed Sheriff's "X is suspicious!"), and the day
+        self.calls: dict[int, set[int]] = {}
+        self.calls_day = 0
+        self.talked: dict[int, int] = {}  # slot -> public messages so far
         self.checked_sus: set[int] = set()  # own Sheriff results that came back guilty
         self.acted: list[tuple[int, int]] = []  # (night, target) of own night actions
         self._said: dict[int, list[cv.Claim]] = {}  # Lookout sentences, by speaker
@@ -238,6 +245,8 @@ class ScriptedBot:
                 continue
             if c.target is None or kind == cv.MAFIA_VISITED:
                 continue
+            if kind == cv.ACCUSE or (kind == cv.SUSPICIOUS and self.claims.get(src) == "sheriff"):
+                self._call(src, c.target, day)
             if kind == cv.VISITED:
                 self._said.setdefault(src, []).append(c)
             w = 0.0
@@ -262,6 +271,12 @@ class ScriptedBot:
             self.reports.append((src, kind, target, w, extra))
             if target == self.slot and kind != cv.INNOCENT:
                 self.accused_me = True
+
+    def _call(self, src: int, target: int, day: int) -> None:
+        """Someone called for a vote on `target` today (in public)."""
+        if day != self.calls_day:
+            self.calls, self.calls_day = {}, day
+        self.calls.setdefault(target, set()).add(src)
 
     # ---- judging people ------------------------------------------------------------
     def trust(self, src: int) -> float:
@@ -579,16 +594,32 @@ class ScriptedBot:
         else:
             at = 0.45 if self.claim_round else 0.6
             top_t, top = self._top_suspect(sorted(s))
-            if top_t is None or top < at:
-                return ""
-            t = top_t
-            reason = self._why(t)
-            if reason is None:
-                return ""
-            why = reason
+            reason = self._why(top_t) if top_t is not None and top >= at else None
+            if top_t is None or reason is None:
+                return self._put_up(s)
+            t, why = top_t, reason
         self.spoke_day = self.day
         self.accused_today.add(t)
+        self._call(self.slot, t, self.day)
         return talk.accuse(self.rng, self._name(t), why)
+
+    def _put_up(self, s: dict[int, float]) -> str:
+        """A quiet day (nobody has called for a vote yet): some Town players
+        put the quietest player without a claim on the stand, to hear a claim
+        (the defence is evidence too)."""
+        if (self.calls_day == self.day and self.calls) or self.rng.random() >= PUT_UP_P:
+            return ""
+        quiet = [p for p in sorted(s) if p not in self.claims and p not in self.revealed
+                 and s[p] >= -0.1]
+        if not quiet:
+            return ""
+        fewest = min(self.talked.get(p, 0) for p in quiet)
+        t = self.rng.choice([p for p in quiet if self.talked.get(p, 0) == fewest])
+        self.spoke_day = self.day
+        self.accused_today.add(t)
+        self._call(self.slot, t, self.day)
+        said = self.talked.get(t, 0)
+        return talk.accuse(self.rng, self._name(t), talk.pick(self.rng, talk.reason_quiet(said)))
 
     def _speech(self) -> str:
         role = self.role
@@ -725,12 +756,39 @@ class ScriptedBot:
         at = 0.2 if endgame else (0.45 if self.claim_round else VOTE_AT)
         if best is not None and top >= at:
             return best
+        called = self._called(cands, s)
+        if called is not None:
+            return called
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
         # join a wagon with momentum on someone this bot has something against
-        if wagon and s.get(wagon[0], 0.0) >= (0.25 if tally[wagon[0]] >= 2 else 0.45) \
+        if wagon and s.get(wagon[0], 0.0) >= (0.1 if tally[wagon[0]] >= 2 else 0.45) \
                 and wagon[0] not in self.revealed:
             return wagon[0]
         return None
+
+    def _called(self, cands: list[int], s: dict[int, float]) -> int | None:
+        """The player today's discussion put forward: the one this bot called
+        for itself, or the one most called for by players it trusts (a claimed
+        Sheriff's result counts), unless it has reasons to think them Town or
+        they have claimed a role that nothing contradicts.
+        Everyone hears the same discussion, so the Town's votes meet on one
+        player and the day reaches a trial, where the defence is heard."""
+        if self.calls_day != self.day:
+            return None
+        best: int | None = None
+        top = (CALLED_AT, 0.0)
+        for t in sorted(self.calls):
+            if t not in cands or t in self.revealed or s.get(t, 0.0) < -0.1:
+                continue
+            if t in self.claims and s.get(t, 0.0) < 0.2:
+                continue  # they have claimed since, and nothing speaks against the claim
+            if self.slot in self.calls[t]:
+                return t  # vote as one spoke
+            # the callers' word, and what this bot holds against them already
+            weight = sum(self.trust(src) for src in self.calls[t] if src != t) + s.get(t, 0.0)
+            if (weight, s.get(t, 0.0)) > top:
+                best, top = t, (weight, s.get(t, 0.0))
+        return best
 
     def _defense(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -991,6 +1049,7 @@ class ScriptedBot:
 def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
     if isinstance(author, int):
+        b.talked[author] = b.talked.get(author, 0) + 1
         b._hear(author, d.get("text", ""), b.ev_day)
 
 

@@ -96,7 +96,7 @@ def reason_visit(source: str, victim: str) -> tuple[str, ...]:
 
 def reason_group(roles: tuple[str, ...]) -> tuple[str, ...]:
     listed = ", ".join(roles)
-    return (f"my check on them came back {listed}.",
+    return (f"I checked them and the result was {listed}.",
             f"my result on them was {listed}, and their story does not fit.")
 
 
@@ -109,6 +109,16 @@ def reason_own_check() -> tuple[str, ...]:
 def reason_wagon(target: str) -> tuple[str, ...]:
     return (f"they pushed the wagon on {target} and gave no reason.",
             f"they voted {target} first and never explained it.")
+
+
+def reason_quiet(said: int) -> tuple[str, ...]:
+    if said == 0:
+        return ("they have not said a word, and we have no claim from them.",
+                "not one message from them so far; let them claim on the stand.",
+                "they have been silent all game; I want to hear their claim.")
+    return ("they have said almost nothing and never claimed a role.",
+            "they stay quiet and have not claimed; let them claim on the stand.",
+            "we have no claim from them and barely a word.")
 
 
 # ---- accusations, defences, reactions ------------------------------------------------
