@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,6 +38,12 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME = 32 * 2**20  # a late-game view with every event is a few hundred kB
 REFUSALS = (4400, 4401)  # a bad hello, an unknown token: retrying won't help
+TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "tokens")
+
+# the current decide request's step sender (set by `_answer`, read by `decide`):
+# a context variable, so `decide(message)` keeps its signature for subclasses
+_step_sink: contextvars.ContextVar[Callable[[dict[str, Any]], None] | None] = \
+    contextvars.ContextVar("step_sink", default=None)
 
 
 class WorkerRefused(RuntimeError):
@@ -156,21 +164,50 @@ class Worker:
             if turn_rid == rid or seat_game == game:
                 task.cancel()
 
+    async def _send(self, ws: ClientConnection, frame: dict[str, Any]) -> None:
+        async with self._send_lock:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps(frame))
+
     async def _answer(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+        rid = message.get("id")
+        # a decide request's steps go out as they happen (maybe reported from a
+        # backend thread), in order, and all of them before the `decided` reply
+        steps: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        count = 0
+
+        def sink(step: dict[str, Any]) -> None:
+            nonlocal count
+            frame = {"type": "step", "id": rid, "index": count,
+                     "step": {k: v for k, v in step.items() if k != "prompt"}}
+            count += 1
+            loop.call_soon_threadsafe(steps.put_nowait, frame)
+
+        async def sender() -> None:
+            while (frame := await steps.get()) is not None:
+                await self._send(ws, frame)
+
+        sending = asyncio.create_task(sender())
+        token = _step_sink.set(sink if message["type"] == "decide" else None)
         try:
             if message["type"] == "decide":
                 reply = await self.decide(message)
             else:
                 reply = await self.summarize(message)
         except asyncio.CancelledError:
+            sending.cancel()
             raise
         except Exception as exc:
             log.exception("worker: %s request failed", message.get("type"))
             reply = {"type": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
-        reply["id"] = message.get("id")
-        async with self._send_lock:
-            with contextlib.suppress(ConnectionClosed):
-                await ws.send(json.dumps(reply))
+        finally:
+            _step_sink.reset(token)
+        await asyncio.sleep(0)  # steps reported from a thread are queued by now
+        steps.put_nowait(None)
+        await sending
+        reply["id"] = rid
+        await self._send(ws, reply)
 
     async def decide(self, message: dict[str, Any]) -> dict[str, Any]:
         """One seat's turn: its View in, its commands and this turn's metrics out."""
@@ -180,17 +217,31 @@ class Worker:
         days.update({int(d): str(t) for d, t in dict(message.get("summaries") or {}).items()})
         seat = self.seats.get((game, slot))
         if seat is None or message.get("fresh"):
-            seat = seat_from_spec(dict(message.get("spec") or {}), slot, int(message["seed"]),
-                                  self.backend, game_id=game, summaries=days)
+            seat = self.make_seat(message, days)
             self.seats[(game, slot)] = seat
-        turns = seat.metrics.turns
-        commands = await seat.decide(obs)
+        turns, logged = seat.metrics.turns, len(seat.turn_log)
+        sink = _step_sink.get()
+        seat.on_step = (lambda _slot, step: sink(step)) if sink is not None else None
+        try:
+            commands = await seat.decide(obs)
+        finally:
+            seat.on_step = None
         turn = AgentMetrics()
         if seat.metrics.turns > turns and seat.last is not None:
             turn.add(seat.last)
         self.decisions += 1
-        return {"type": "decided", "commands": [c.to_dict() for c in commands],
-                "turn": vars(turn)}
+        reply: dict[str, Any] = {"type": "decided", "commands": [c.to_dict() for c in commands],
+                                 "turn": vars(turn)}
+        if len(seat.turn_log) > logged:  # the turn as the server stores it (`seat_turns`)
+            record = seat.turn_log[-1]
+            reply["record"] = {k: record.get(k) for k in TURN_KEYS}
+        return reply
+
+    def make_seat(self, message: dict[str, Any], summaries: dict[int, str]) -> LLMSeat:
+        """The seat a decide request's spec asks for, on this worker's backend."""
+        return seat_from_spec(dict(message.get("spec") or {}), int(message["slot"]),
+                              int(message["seed"]), self.backend,
+                              game_id=str(message["game"]), summaries=summaries)
 
     async def summarize(self, message: dict[str, Any]) -> dict[str, Any]:
         memory = SeatMemory(0)
