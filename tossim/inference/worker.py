@@ -6,7 +6,10 @@ model on a CPU), connects to the server's `/ws/workers`, and plays the seats
 of the games it is given (see `tossim.server.workers` for the protocol). Each
 seat is the same `LLMSeat` the server would run itself, fed the seat's View,
 so prompts, tools, grammar and faults are identical; all seats' turns go to
-the one backend at once, which batches them.
+the one backend at once, which batches them. While a seat decides, its steps
+(thinking, tool calls, observations, the action) stream to the server as
+`step` frames, and the `decided` reply carries the turn's record, so the
+server shows and stores a worker's turns as its own seats'.
 
 The worker reconnects after a lost connection (the server moves the games on
 and rebuilds a seat's memory from its events when the seat comes back); it

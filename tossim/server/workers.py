@@ -12,14 +12,26 @@ If a worker disconnects, its games move to another worker (or wait for one,
 within the seat's deadline) and each seat's memory is rebuilt there from all
 the events that seat has seen. A reply that does not parse fails that one
 decision (the seat abstains, counted as an error); nothing reaches the game
-that the actor has not checked.
+that the actor has not checked. A worker's steps reach the game's thinking
+channel (omniscient spectators only) through `RemoteSeat.on_step`, and its
+records are stored as `seat_turns` through `RemoteSeat.turn_log`, as for a
+seat the server plays; steps are bounded per request (MAX_STEPS of at most
+MAX_STEP_CHARS; the rest dropped and counted in `WorkerHub.steps_dropped`)
+and a step for a request that is not open is ignored.
 
 Protocol (JSON text frames), worker → server first (the token, if the server
 has one, travels in the hello, never in the URL):
     {"type": "hello", "token": "…", "backends": ["local"], "name": "gpu-1"}
     server: {"type": "welcome", "worker": "<id>"}
     server: {"type": "decide", "id", "game", "slot", "seed", "spec", "fresh",
-             "view", "summaries"}   worker: {"type": "decided", "id", "commands", "turn"}
+             "view", "summaries"}
+                                    worker, while deciding, per step of the seat's
+                                    turn (LLMSeat.on_step's dicts, no prompt):
+                                      {"type": "step", "id", "index", "step"}
+                                    worker: {"type": "decided", "id", "commands",
+                                      "turn" (metrics), "record" (the turn as
+                                      LLMSeat.turn_log has it: day, phase, prompt,
+                                      output, steps, action, tokens)}
     server: {"type": "summarize", "id", "game", "backend", "day", "seed", "view"}
                                     worker: {"type": "summary", "id", "text"}
     worker, on failure: {"type": "failed", "id", "error"}
@@ -46,6 +58,8 @@ worker sees no difference (the frames above are unchanged). Bus messages
                     the worker's turn as for its own requests)
       {"type": "forget", "worker", "game"}   the game ended
     the asker's worker-reply channel:
+      {"rid", "step"}                   a step the worker streamed (bounded at P;
+                                        all of them before the answer)
       {"rid", "reply"}                  the worker's answer frame
       {"rid", "gone": true}             the worker left before answering
 
