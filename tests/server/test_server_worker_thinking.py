@@ -16,18 +16,24 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from agents.fake_backend import ScriptedBackend  # tests/ is on sys.path under pytest
+from agents.support import day3_investigator
 
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine import Command, View
 from tossim.inference.worker import Worker
+from tossim.server import runner
 from tossim.server.bus import MemoryBus
+from tossim.server.settings import Settings
 from tossim.server.workers import (
     MAX_STEP_CHARS,
     MAX_STEPS,
+    RemoteSeat,
     RemoteWorker,
     WorkerHub,
     WorkerLink,
@@ -247,3 +253,43 @@ async def test_steps_of_a_worker_at_another_process_reach_the_game_s_process() -
     finally:
         await a.close()
         await b.close()
+
+
+# --- a catalogue entry's sampling reaches a worker's seat ----------------------------
+
+
+def test_a_worker_seat_plays_with_its_catalogue_entry_s_sampling(tmp_path: Path) -> None:
+    """The server sends the seat's entry (name, protocol, sampling) with each
+    decide; the worker's seat sends every request with those settings, as a
+    seat of that entry the server played itself would."""
+    path = tmp_path / "models.toml"
+    path.write_text('[models.smol-cold]\nbackend = "local"\nprotocol = "xml"\n'
+                    '[models.smol-cold.sampling]\ntemperature = 0.25\ntop_p = 0.8\n'
+                    'max_tokens = 40\n')
+    settings = Settings(models=str(path), inference="workers")
+    seat = runner.make_ai_seat({"slot": 7, "model": "smol-cold"}, 7, 1, game_id="g",
+                               settings=settings, workers=WorkerHub())
+    assert isinstance(seat, RemoteSeat)
+    assert seat.spec["entry"] == "smol-cold"
+    assert seat.spec["sampling"] == {"temperature": 0.25, "top_p": 0.8, "max_tokens": 40}
+
+    backend = ScriptedBackend(["<thinking>Player 4 lies.</thinking>", "<vote>Player 4</vote>"])
+    worker = Worker("http://127.0.0.1:9", "local", backend)
+    played = worker.make_seat({"game": "g", "slot": 7, "seed": 1, "spec": seat.spec}, {})
+    memory = day3_investigator().memories[7]
+    result = asyncio.run(played.loop.run_turn(memory, key="g:7", seed=1))
+    assert result.action == "vote" and len(backend.requests) == 2
+    for r in backend.requests:
+        assert (r.temperature, r.top_p) == (0.25, 0.8) and r.max_tokens <= 40
+
+    # a seat without an entry plays with the worker's own settings
+    plain = ScriptedBackend(["<thinking>Hm.</thinking>", "<vote>Player 4</vote>"])
+    worker = Worker("http://127.0.0.1:9", "local", plain)
+    played = worker.make_seat({"game": "g", "slot": 7, "seed": 1,
+                               "spec": {"backend": "local"}}, {})
+    asyncio.run(played.loop.run_turn(day3_investigator().memories[7], key="g:7", seed=1))
+    assert plain.requests[0].top_p == 1.0 and plain.requests[0].max_tokens == 128
+    # sampling the catalogue would refuse fails the decision, not the worker
+    with pytest.raises(ValueError):
+        worker.make_seat({"game": "g", "slot": 7, "seed": 1,
+                          "spec": {"backend": "local", "sampling": {"heat": 9}}}, {})

@@ -34,8 +34,10 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import write_summary
+from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
 from tossim.inference.base import Backend
+from tossim.inference.registry import for_entry
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +243,19 @@ class Worker:
         return reply
 
     def make_seat(self, message: dict[str, Any], summaries: dict[int, str]) -> LLMSeat:
-        """The seat a decide request's spec asks for, on this worker's backend."""
-        return seat_from_spec(dict(message.get("spec") or {}), int(message["slot"]),
-                              int(message["seed"]), self.backend,
+        """The seat a decide request's spec asks for, on this worker's backend
+        seen through the seat's catalogue entry (its `sampling`), as the server
+        would build it (`catalogue.make_seat_for_entry`). ValueError for
+        sampling settings the catalogue would refuse."""
+        spec = dict(message.get("spec") or {})
+        backend = self.backend
+        sampling = spec.get("sampling")
+        if sampling:
+            # checked as the catalogue checks an entry (the server sent what it
+            # checked, but a frame is no entry); rpm stays the server's business
+            ModelEntry(name="worker-seat", backend="local", sampling=sampling)
+            backend = for_entry(self.backend, sampling)
+        return seat_from_spec(spec, int(message["slot"]), int(message["seed"]), backend,
                               game_id=str(message["game"]), summaries=summaries)
 
     async def summarize(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -601,6 +601,8 @@ class RemoteSeat:
         self.backend = str(spec.get("backend"))
         self.spec = {"backend": self.backend, "persona": spec.get("persona"),
                      "protocol": spec.get("protocol") or "xml"}
+        if spec.get("entry"):  # the catalogue entry: the worker applies its sampling
+            self.spec.update(entry=spec["entry"], sampling=dict(spec.get("sampling") or {}))
         self.summaries = summaries
         self.events: list[dict[str, Any]] = []
         self.link_id: str | None = None  # the worker that holds this seat's memory
