@@ -82,6 +82,7 @@ class Worker:
         self.decisions = 0
         self.summarized = 0
         self.connected = asyncio.Event()
+        self.streams = False  # the server takes `step` frames (its welcome said so)
         self._send_lock = asyncio.Lock()
 
     async def run(self, *, retry: float = 1.0, max_retry: float = 30.0) -> None:
@@ -123,6 +124,7 @@ class Worker:
                     continue
                 if kind == "welcome":
                     log.info("worker %s: connected as %s", self.name, message.get("worker"))
+                    self.streams = message.get("steps") is True
                     self.connected.set()
                 elif kind in ("decide", "summarize"):
                     task = asyncio.create_task(self._answer(ws, message))
@@ -194,7 +196,8 @@ class Worker:
                 await self._send(ws, frame)
 
         sending = asyncio.create_task(sender())
-        token = _step_sink.set(sink if message["type"] == "decide" else None)
+        token = _step_sink.set(sink if message["type"] == "decide" and self.streams
+                               else None)
         try:
             if message["type"] == "decide":
                 reply = await self.decide(message)

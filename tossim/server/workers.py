@@ -22,7 +22,8 @@ and a step for a request that is not open is ignored.
 Protocol (JSON text frames), worker → server first (the token, if the server
 has one, travels in the hello, never in the URL):
     {"type": "hello", "token": "…", "backends": ["local"], "name": "gpu-1"}
-    server: {"type": "welcome", "worker": "<id>"}
+    server: {"type": "welcome", "worker": "<id>", "steps": true}
+            (steps: the server takes step frames; a worker streams only then)
     server: {"type": "decide", "id", "game", "slot", "seed", "spec", "fresh",
              "view", "summaries"}
                                     worker, while deciding, per step of the seat's
@@ -715,7 +716,9 @@ async def worker_socket(ws: WebSocket) -> None:
     link = WorkerLink(ws, backends, name, hub)
     await hub.add(link)
     try:
-        await link.send({"type": "welcome", "worker": link.id})
+        # "steps": this server takes `step` frames (an older one would read a
+        # step as the answer, so a worker streams only when told)
+        await link.send({"type": "welcome", "worker": link.id, "steps": True})
         while True:
             try:
                 message = json.loads(await ws.receive_text())
