@@ -6,7 +6,10 @@ model on a CPU), connects to the server's `/ws/workers`, and plays the seats
 of the games it is given (see `tossim.server.workers` for the protocol). Each
 seat is the same `LLMSeat` the server would run itself, fed the seat's View,
 so prompts, tools, grammar and faults are identical; all seats' turns go to
-the one backend at once, which batches them.
+the one backend at once, which batches them. While a seat decides, its steps
+(thinking, tool calls, observations, the action) stream to the server as
+`step` frames, and the `decided` reply carries the turn's record, so the
+server shows and stores a worker's turns as its own seats'.
 
 The worker reconnects after a lost connection (the server moves the games on
 and rebuilds a seat's memory from its events when the seat comes back); it
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,13 +34,21 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import write_summary
+from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
 from tossim.inference.base import Backend
+from tossim.inference.registry import for_entry
 
 log = logging.getLogger(__name__)
 
 MAX_FRAME = 32 * 2**20  # a late-game view with every event is a few hundred kB
 REFUSALS = (4400, 4401)  # a bad hello, an unknown token: retrying won't help
+TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "tokens")
+
+# the current decide request's step sender (set by `_answer`, read by `decide`):
+# a context variable, so `decide(message)` keeps its signature for subclasses
+_step_sink: contextvars.ContextVar[Callable[[dict[str, Any]], None] | None] = \
+    contextvars.ContextVar("step_sink", default=None)
 
 
 class WorkerRefused(RuntimeError):
@@ -69,6 +82,7 @@ class Worker:
         self.decisions = 0
         self.summarized = 0
         self.connected = asyncio.Event()
+        self.streams = False  # the server takes `step` frames (its welcome said so)
         self._send_lock = asyncio.Lock()
 
     async def run(self, *, retry: float = 1.0, max_retry: float = 30.0) -> None:
@@ -110,6 +124,7 @@ class Worker:
                     continue
                 if kind == "welcome":
                     log.info("worker %s: connected as %s", self.name, message.get("worker"))
+                    self.streams = message.get("steps") is True
                     self.connected.set()
                 elif kind in ("decide", "summarize"):
                     task = asyncio.create_task(self._answer(ws, message))
@@ -156,21 +171,51 @@ class Worker:
             if turn_rid == rid or seat_game == game:
                 task.cancel()
 
+    async def _send(self, ws: ClientConnection, frame: dict[str, Any]) -> None:
+        async with self._send_lock:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps(frame))
+
     async def _answer(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+        rid = message.get("id")
+        # a decide request's steps go out as they happen (maybe reported from a
+        # backend thread), in order, and all of them before the `decided` reply
+        steps: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        count = 0
+
+        def sink(step: dict[str, Any]) -> None:
+            nonlocal count
+            frame = {"type": "step", "id": rid, "index": count,
+                     "step": {k: v for k, v in step.items() if k != "prompt"}}
+            count += 1
+            loop.call_soon_threadsafe(steps.put_nowait, frame)
+
+        async def sender() -> None:
+            while (frame := await steps.get()) is not None:
+                await self._send(ws, frame)
+
+        sending = asyncio.create_task(sender())
+        token = _step_sink.set(sink if message["type"] == "decide" and self.streams
+                               else None)
         try:
             if message["type"] == "decide":
                 reply = await self.decide(message)
             else:
                 reply = await self.summarize(message)
         except asyncio.CancelledError:
+            sending.cancel()
             raise
         except Exception as exc:
             log.exception("worker: %s request failed", message.get("type"))
             reply = {"type": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
-        reply["id"] = message.get("id")
-        async with self._send_lock:
-            with contextlib.suppress(ConnectionClosed):
-                await ws.send(json.dumps(reply))
+        finally:
+            _step_sink.reset(token)
+        await asyncio.sleep(0)  # steps reported from a thread are queued by now
+        steps.put_nowait(None)
+        await sending
+        reply["id"] = rid
+        await self._send(ws, reply)
 
     async def decide(self, message: dict[str, Any]) -> dict[str, Any]:
         """One seat's turn: its View in, its commands and this turn's metrics out."""
@@ -180,17 +225,41 @@ class Worker:
         days.update({int(d): str(t) for d, t in dict(message.get("summaries") or {}).items()})
         seat = self.seats.get((game, slot))
         if seat is None or message.get("fresh"):
-            seat = seat_from_spec(dict(message.get("spec") or {}), slot, int(message["seed"]),
-                                  self.backend, game_id=game, summaries=days)
+            seat = self.make_seat(message, days)
             self.seats[(game, slot)] = seat
-        turns = seat.metrics.turns
-        commands = await seat.decide(obs)
+        turns, logged = seat.metrics.turns, len(seat.turn_log)
+        sink = _step_sink.get()
+        seat.on_step = (lambda _slot, step: sink(step)) if sink is not None else None
+        try:
+            commands = await seat.decide(obs)
+        finally:
+            seat.on_step = None
         turn = AgentMetrics()
         if seat.metrics.turns > turns and seat.last is not None:
             turn.add(seat.last)
         self.decisions += 1
-        return {"type": "decided", "commands": [c.to_dict() for c in commands],
-                "turn": vars(turn)}
+        reply: dict[str, Any] = {"type": "decided", "commands": [c.to_dict() for c in commands],
+                                 "turn": vars(turn)}
+        if len(seat.turn_log) > logged:  # the turn as the server stores it (`seat_turns`)
+            record = seat.turn_log[-1]
+            reply["record"] = {k: record.get(k) for k in TURN_KEYS}
+        return reply
+
+    def make_seat(self, message: dict[str, Any], summaries: dict[int, str]) -> LLMSeat:
+        """The seat a decide request's spec asks for, on this worker's backend
+        seen through the seat's catalogue entry (its `sampling`), as the server
+        would build it (`catalogue.make_seat_for_entry`). ValueError for
+        sampling settings the catalogue would refuse."""
+        spec = dict(message.get("spec") or {})
+        backend = self.backend
+        sampling = spec.get("sampling")
+        if sampling:
+            # checked as the catalogue checks an entry (the server sent what it
+            # checked, but a frame is no entry); rpm stays the server's business
+            ModelEntry(name="worker-seat", backend="local", sampling=sampling)
+            backend = for_entry(self.backend, sampling)
+        return seat_from_spec(spec, int(message["slot"]), int(message["seed"]), backend,
+                              game_id=str(message["game"]), summaries=summaries)
 
     async def summarize(self, message: dict[str, Any]) -> dict[str, Any]:
         memory = SeatMemory(0)

@@ -126,8 +126,12 @@ def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "
     if entry.backend not in ("scripted", "chat") and s.inference == "workers":
         if workers is None:
             raise ValueError("this server's model seats run on workers, but it has no hub")
-        return RemoteSeat(workers, game_id, slot, seed, {**spec, "backend": entry.backend},
-                          summaries)
+        # the entry's protocol and sampling travel with the seat: the worker
+        # plays it as make_seat_for_entry would here
+        return RemoteSeat(workers, game_id, slot, seed,
+                          {**spec, "backend": entry.backend,
+                           "protocol": spec.get("protocol") or entry.protocol,
+                           "entry": entry.name, "sampling": entry.sampling}, summaries)
     return make_seat_for_entry(entry, slot, seed, game_id=game_id, summaries=summaries,
                                persona=spec.get("persona"), protocol=spec.get("protocol"),
                                openai_url=s.openai_url, model_dir=s.model,

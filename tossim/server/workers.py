@@ -12,14 +12,27 @@ If a worker disconnects, its games move to another worker (or wait for one,
 within the seat's deadline) and each seat's memory is rebuilt there from all
 the events that seat has seen. A reply that does not parse fails that one
 decision (the seat abstains, counted as an error); nothing reaches the game
-that the actor has not checked.
+that the actor has not checked. A worker's steps reach the game's thinking
+channel (omniscient spectators only) through `RemoteSeat.on_step`, and its
+records are stored as `seat_turns` through `RemoteSeat.turn_log`, as for a
+seat the server plays; steps are bounded per request (MAX_STEPS of at most
+MAX_STEP_CHARS; the rest dropped and counted in `WorkerHub.steps_dropped`)
+and a step for a request that is not open is ignored.
 
 Protocol (JSON text frames), worker → server first (the token, if the server
 has one, travels in the hello, never in the URL):
     {"type": "hello", "token": "…", "backends": ["local"], "name": "gpu-1"}
-    server: {"type": "welcome", "worker": "<id>"}
+    server: {"type": "welcome", "worker": "<id>", "steps": true}
+            (steps: the server takes step frames; a worker streams only then)
     server: {"type": "decide", "id", "game", "slot", "seed", "spec", "fresh",
-             "view", "summaries"}   worker: {"type": "decided", "id", "commands", "turn"}
+             "view", "summaries"}
+                                    worker, while deciding, per step of the seat's
+                                    turn (LLMSeat.on_step's dicts, no prompt):
+                                      {"type": "step", "id", "index", "step"}
+                                    worker: {"type": "decided", "id", "commands",
+                                      "turn" (metrics), "record" (the turn as
+                                      LLMSeat.turn_log has it: day, phase, prompt,
+                                      output, steps, action, tokens)}
     server: {"type": "summarize", "id", "game", "backend", "day", "seed", "view"}
                                     worker: {"type": "summary", "id", "text"}
     worker, on failure: {"type": "failed", "id", "error"}
@@ -46,6 +59,8 @@ worker sees no difference (the frames above are unchanged). Bus messages
                     the worker's turn as for its own requests)
       {"type": "forget", "worker", "game"}   the game ended
     the asker's worker-reply channel:
+      {"rid", "step"}                   a step the worker streamed (bounded at P;
+                                        all of them before the answer)
       {"rid", "reply"}                  the worker's answer frame
       {"rid", "gone": true}             the worker left before answering
 
@@ -64,6 +79,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -89,6 +105,14 @@ CLOSE_UNAUTHORIZED = 4401
 CLOSE_PROTOCOL = 4400
 HELLO_TIMEOUT = 10.0
 LOOPBACK = {"127.0.0.1", "::1"}
+# a worker streams a turn's steps; what one request may send (the rest is
+# dropped and counted: a worker cannot flood the spectators or the bus)
+MAX_STEPS = 64
+MAX_STEP_CHARS = 16_000
+MAX_RECORD_CHARS = 2 * 2**20  # a turn record (its prompt included) stored per turn
+TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "tokens")
+
+StepHook = Callable[[dict[str, Any]], None]
 
 
 def _in_background(coro: Any) -> None:
@@ -105,22 +129,59 @@ class WorkerReplyError(ValueError):
     """A worker's answer that does not follow the protocol."""
 
 
+class StepSink:
+    """Where one request's streamed steps go, within the bounds: at most
+    MAX_STEPS steps of at most MAX_STEP_CHARS (as JSON) each; the rest are
+    dropped and counted (`WorkerHub.steps_dropped`)."""
+
+    def __init__(self, hook: StepHook, hub: WorkerHub | None) -> None:
+        self.hook = hook
+        self.hub = hub
+        self.count = 0
+
+    def offer(self, step: Any) -> None:
+        if not isinstance(step, dict):
+            return self._drop()
+        if self.count >= MAX_STEPS:
+            return self._drop()
+        try:
+            size = len(json.dumps(step))
+        except (TypeError, ValueError):
+            return self._drop()
+        if size > MAX_STEP_CHARS:
+            return self._drop()
+        self.count += 1
+        try:
+            self.hook(step)
+        except Exception:  # a spectator's trouble must not fail the turn
+            log.warning("workers: a step could not be passed on", exc_info=True)
+
+    def _drop(self) -> None:
+        if self.hub is not None:
+            self.hub.steps_dropped += 1
+
+
 class Route(Protocol):
-    """A worker a request can go to: connected here, or to another process."""
+    """A worker a request can go to: connected here, or to another process.
+    `on_step`, for a decide request, gets each step the worker streams."""
 
     id: str
     name: str
     backends: set[str]
     closed: bool
 
-    async def request(self, message: dict[str, Any]) -> dict[str, Any]: ...
+    async def request(self, message: dict[str, Any],
+                      on_step: StepHook | None = None) -> dict[str, Any]: ...
 
 
 class WorkerLink:
     """One worker connected to this process: its backends and open requests."""
 
-    def __init__(self, ws: WebSocket, backends: set[str], name: str) -> None:
+    def __init__(self, ws: WebSocket, backends: set[str], name: str,
+                 hub: WorkerHub | None = None) -> None:
         self.ws = ws
+        self.hub = hub
+        self.sinks: dict[str, StepSink] = {}  # request id -> where its steps go
         self.id = uuid.uuid4().hex[:12]
         self.name = name
         self.backends = backends
@@ -133,13 +194,16 @@ class WorkerLink:
         async with self._send_lock:
             await self.ws.send_text(json.dumps(message))
 
-    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, message: dict[str, Any],
+                      on_step: StepHook | None = None) -> dict[str, Any]:
         """Send a request and wait for its answer (WorkerGone if the link drops)."""
         if self.closed:
             raise WorkerGone(f"worker {self.name} is gone")
         rid = f"{self.id}-{next(self._ids)}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
+        if on_step is not None:
+            self.sinks[rid] = StepSink(on_step, self.hub)
         try:
             await self.send({**message, "id": rid})
             return await fut
@@ -152,12 +216,20 @@ class WorkerLink:
             raise
         finally:
             self.pending.pop(rid, None)
+            self.sinks.pop(rid, None)
 
     async def _cancel(self, rid: str) -> None:
         with contextlib.suppress(Exception):
             await self.send({"type": "cancel", "id": rid})
 
     def answer(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "step":
+            # a step of an open decide request; one of a request that is not
+            # open (answered, cancelled, never sent) is ignored
+            sink = self.sinks.get(str(message.get("id")))
+            if sink is not None:
+                sink.offer(message.get("step"))
+            return
         fut = self.pending.get(str(message.get("id")))
         if fut is None or fut.done():  # e.g. a turn the server stopped waiting for
             log.debug("worker %s: answer to no open request (%s)", self.name,
@@ -185,16 +257,21 @@ class RemoteWorker:
         self.games = games  # as its process last announced
         self.closed = False
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.sinks: dict[str, StepSink] = {}
 
-    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, message: dict[str, Any],
+                      on_step: StepHook | None = None) -> dict[str, Any]:
         """Send a request through the worker's process and wait for the answer
-        (WorkerGone if the worker or its process goes)."""
+        (WorkerGone if the worker or its process goes); the worker's steps
+        come back on this process's reply channel, before the answer."""
         if self.closed:
             raise WorkerGone(f"worker {self.name} is gone")
         hub = self.hub
         rid = f"{hub.process}-{next(hub._rids)}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
+        if on_step is not None:
+            self.sinks[rid] = StepSink(on_step, hub)
         hub._asked[rid] = self
         channel = worker_request_channel(self.process)
         try:
@@ -209,6 +286,7 @@ class RemoteWorker:
             raise
         finally:
             self.pending.pop(rid, None)
+            self.sinks.pop(rid, None)
             hub._asked.pop(rid, None)
 
     async def _cancel(self, channel: str, rid: str) -> None:
@@ -223,6 +301,11 @@ class RemoteWorker:
                 "type": "forget", "worker": self.id, "game": game_id})
 
     def answer(self, rid: str, message: dict[str, Any]) -> None:
+        if "step" in message:
+            sink = self.sinks.get(rid)
+            if sink is not None:
+                sink.offer(message["step"])
+            return
         fut = self.pending.get(rid)
         if fut is None or fut.done():
             return
@@ -265,6 +348,7 @@ class WorkerHub:
         self._serving: dict[str, asyncio.Task[None]] = {}  # requests from other processes
         self._subs: list[Subscription] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self.steps_dropped = 0  # streamed steps over the bounds (StepSink)
 
     # ---- the fleet over the bus ---------------------------------------------------
     async def start(self) -> None:
@@ -408,11 +492,28 @@ class WorkerHub:
             return
         link = self.links.get(str(msg.get("worker")))
         answer: dict[str, Any] = {"rid": rid, "gone": True}
-        if link is not None and not link.closed:
-            if isinstance(message.get("game"), str):
-                self.forwarded.setdefault(link.id, set()).add(message["game"])
-            with contextlib.suppress(WorkerGone):
-                answer = {"rid": rid, "reply": await link.request(message)}
+        # the worker's steps go back to the asker in order, then the answer
+        out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        async def forward() -> None:
+            assert self.bus is not None
+            while (item := await out.get()) is not None:
+                with contextlib.suppress(Exception):
+                    await self.bus.publish(reply_to, item)
+
+        forwarding = asyncio.create_task(forward(), name=f"wsteps-{rid}")
+        try:
+            if link is not None and not link.closed:
+                if isinstance(message.get("game"), str):
+                    self.forwarded.setdefault(link.id, set()).add(message["game"])
+                on_step = ((lambda step: out.put_nowait({"rid": rid, "step": step}))
+                           if message.get("type") == "decide" else None)
+                with contextlib.suppress(WorkerGone):
+                    answer = {"rid": rid, "reply": await link.request(message, on_step)}
+            out.put_nowait(None)
+            await forwarding
+        finally:
+            forwarding.cancel()
         await self.bus.publish(reply_to, answer)
 
     async def _on_reply(self, msg: dict[str, Any]) -> None:
@@ -501,10 +602,17 @@ class RemoteSeat:
         self.backend = str(spec.get("backend"))
         self.spec = {"backend": self.backend, "persona": spec.get("persona"),
                      "protocol": spec.get("protocol") or "xml"}
+        if spec.get("entry"):  # the catalogue entry: the worker applies its sampling
+            self.spec.update(entry=spec["entry"], sampling=dict(spec.get("sampling") or {}))
         self.summaries = summaries
         self.events: list[dict[str, Any]] = []
         self.link_id: str | None = None  # the worker that holds this seat's memory
         self.metrics = AgentMetrics()
+        # as `LLMSeat`: the runner streams the worker's steps to omniscient
+        # spectators (`on_step(slot, step)`) and stores each `turn_log` entry
+        self.on_step: Callable[[int, dict[str, Any]], None] | None = None
+        self.turn_log: list[dict[str, Any]] = []
+        self.records_dropped = 0
 
     async def decide(self, obs: View) -> list[Command]:
         last = self.events[-1]["v"] if self.events else 0
@@ -519,12 +627,34 @@ class RemoteSeat:
                 reply = await link.request({
                     "type": "decide", "game": self.game_id, "slot": self.slot,
                     "seed": self.seed, "spec": self.spec, "fresh": fresh, "view": data,
-                    "summaries": {str(d): t for d, t in self.summaries.items()}})
+                    "summaries": {str(d): t for d, t in self.summaries.items()}},
+                    self._step)
             except WorkerGone:
                 self.link_id = None
                 continue  # the game moves to another worker
             self.link_id = link.id
-            return self._commands(reply, link)
+            commands = self._commands(reply, link)
+            self._record(reply.get("record"), link)
+            return commands
+
+    def _step(self, step: dict[str, Any]) -> None:
+        if self.on_step is not None:
+            self.on_step(self.slot, step)
+
+    def _record(self, record: Any, link: Route) -> None:
+        """The worker's record of the turn (`LLMSeat.turn_log`'s shape), kept
+        for the runner to store; one that is not a bounded object is dropped."""
+        if record is None:
+            return
+        try:
+            ok = isinstance(record, dict) and len(json.dumps(record)) <= MAX_RECORD_CHARS
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            self.records_dropped += 1
+            log.warning("worker %s: seat %d's turn record dropped", link.name, self.slot)
+            return
+        self.turn_log.append({k: record.get(k) for k in TURN_KEYS})
 
     def _commands(self, reply: dict[str, Any], link: Route) -> list[Command]:
         if reply.get("type") == "failed":
@@ -583,10 +713,12 @@ async def worker_socket(ws: WebSocket) -> None:
         return
     except WebSocketDisconnect:
         return
-    link = WorkerLink(ws, backends, name)
+    link = WorkerLink(ws, backends, name, hub)
     await hub.add(link)
     try:
-        await link.send({"type": "welcome", "worker": link.id})
+        # "steps": this server takes `step` frames (an older one would read a
+        # step as the answer, so a worker streams only when told)
+        await link.send({"type": "welcome", "worker": link.id, "steps": True})
         while True:
             try:
                 message = json.loads(await ws.receive_text())
