@@ -1,8 +1,11 @@
 """Fixtures shared by the test folders: a tiny local model (inference/tiny_model.py)
-for the loop, backend and server tests of model seats."""
+for the loop, backend and server tests of model seats, and one `vllm serve` of
+the bundled model's chat endpoint for the chat-backend and arena tests."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,3 +24,22 @@ def tiny_model_dir() -> Path:
     pytest.importorskip("transformers")
     pytest.importorskip("tokenizers")
     return build_tiny_model(CACHE_DIR)
+
+
+@pytest.fixture(scope="session")
+def vllm_chat_url() -> Iterator[str]:
+    """The base URL (`.../v1`) of a `vllm serve` of the bundled model with
+    chat tool calling, started once for every test that asks for it (each
+    start costs half a minute); TOSSIM_TEST_VLLM_CHAT_URL names one already
+    running with the same flags instead. Tests using it carry `needs_vllm`."""
+    given = os.environ.get("TOSSIM_TEST_VLLM_CHAT_URL")
+    if given:
+        yield given
+        return
+    from inference.test_vllm_backend import CHAT_SERVED, serve_vllm
+    with serve_vllm("--served-model-name", CHAT_SERVED, "--enable-auto-tool-choice",
+                    "--tool-call-parser", "hermes",
+                    # a named tool choice becomes structured outputs
+                    env={"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"},
+                    log_name="vllm-chat-serve.log") as url:
+        yield f"{url}/v1"

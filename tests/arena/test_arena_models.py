@@ -13,12 +13,10 @@ installed (like the other vLLM tests); skipped otherwise."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from inference.test_vllm_backend import needs_vllm, serve_vllm
+from inference.test_vllm_backend import CHAT_SERVED, needs_vllm
 
 from tossim.arena.entries import resolve_entries
 from tossim.arena.runner import open_arena, play_arena
@@ -31,33 +29,16 @@ from tossim.store import Store
 pytest.importorskip("openai")
 pytestmark = [needs_vllm, pytest.mark.model]
 
-SERVED = "SmolLM2-135M-Instruct"
 ROLES = ["Sheriff", "Mafioso", "Doctor"]  # one seat per entry; over in a night or two
 
 
-@pytest.fixture(scope="module")
-def chat_url() -> Iterator[str]:
-    """A `vllm serve` of the bundled model with the chat flags (as
-    tests/inference/test_chat_vllm.py); TOSSIM_TEST_VLLM_CHAT_URL names one
-    already running instead."""
-    given = os.environ.get("TOSSIM_TEST_VLLM_CHAT_URL")
-    if given:
-        yield given
-        return
-    with serve_vllm("--served-model-name", SERVED, "--enable-auto-tool-choice",
-                    "--tool-call-parser", "hermes",
-                    env={"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"},
-                    log_name="vllm-arena-serve.log") as url:
-        yield f"{url}/v1"
-
-
-async def test_three_entries_scripted_chat_and_local(tmp_path: Path, chat_url: str) -> None:
+async def test_three_entries_scripted_chat_and_local(tmp_path: Path, vllm_chat_url: str) -> None:
     catalogue = tmp_path / "models.toml"
     catalogue.write_text(f"""
 [models.smol-chat]
 backend = "chat"
-base_url = "{chat_url}"
-model = "{SERVED}"
+base_url = "{vllm_chat_url}"
+model = "{CHAT_SERVED}"
 sampling = {{ temperature = 0.6, max_tokens = 40 }}
 thought_chars = 20
 turn_seconds = 60

@@ -7,7 +7,6 @@ flags tool calling needs (see docs/agents.md, "Hosted models")."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,27 +19,10 @@ from tossim.engine.state import GameConfig
 from tossim.inference import chat_backend
 from tossim.inference.chat_backend import ChatBackend
 
-from .test_vllm_backend import needs_vllm, serve_vllm
+from .test_vllm_backend import CHAT_SERVED, needs_vllm
 
 pytest.importorskip("openai")
 pytestmark = [needs_vllm, pytest.mark.model]
-SERVED = "SmolLM2-135M-Instruct"
-
-
-@pytest.fixture(scope="module")
-def vllm_chat_server() -> Iterator[str]:
-    """A `vllm serve` of the bundled model; TOSSIM_TEST_VLLM_CHAT_URL names one
-    already running (started with the same flags) instead."""
-    given = os.environ.get("TOSSIM_TEST_VLLM_CHAT_URL")
-    if given:
-        yield given
-        return
-    with serve_vllm("--served-model-name", SERVED, "--enable-auto-tool-choice",
-                    "--tool-call-parser", "hermes",
-                    # a named tool choice becomes structured outputs
-                    env={"VLLM_ENFORCE_STRICT_TOOL_CALLING": "0"},
-                    log_name="vllm-chat-serve.log") as url:
-        yield f"{url}/v1"
 
 
 @pytest.fixture(autouse=True)
@@ -52,19 +34,19 @@ def _fresh_backends() -> Iterator[None]:
 
 def entry(url: str, **kw: Any) -> ModelEntry:
     fields: dict[str, Any] = {
-        "name": "smollm2-chat", "backend": "chat", "model": SERVED, "base_url": url,
+        "name": "smollm2-chat", "backend": "chat", "model": CHAT_SERVED, "base_url": url,
         "sampling": {"temperature": 0.6, "max_tokens": 96}, "thought_chars": 60,
         "turn_seconds": 120, "price_prompt": 0.1, "price_completion": 0.4}
     fields.update(kw)
     return ModelEntry(**fields)
 
 
-async def test_probe_finds_both_constraints(vllm_chat_server: str) -> None:
-    backend = ChatBackend(entry(vllm_chat_server))
+async def test_probe_finds_both_constraints(vllm_chat_url: str) -> None:
+    backend = ChatBackend(entry(vllm_chat_url))
     assert await backend.probe() == "json_schema"
     assert backend.probe_report == {"json_schema": "applied"}
     # the same probe with response_format refused: tool calling is applied
-    forced = ChatBackend(entry(vllm_chat_server, constraint="tools"))
+    forced = ChatBackend(entry(vllm_chat_url, constraint="tools"))
     tools = [{"type": "function", "function": {"name": "report", "description": "Report.",
                                                "parameters": chat_backend.PROBE_SCHEMA}}]
     reply = await forced.complete([{"role": "user", "content": "Report the code."}],
@@ -76,12 +58,12 @@ async def test_probe_finds_both_constraints(vllm_chat_server: str) -> None:
 
 
 @pytest.mark.parametrize("constraint", ["auto", "tools"])
-async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_server: str,
+async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_url: str,
                                                      constraint: str) -> None:
     """A 7-seat game, 2 seats on `vllm serve`'s chat endpoint, the rest
     scripted, through day 1 and night 1: nothing illegal reaches the engine, every fault is
     counted, tokens and cost are recorded per seat."""
-    e = entry(vllm_chat_server, constraint=constraint)
+    e = entry(vllm_chat_url, constraint=constraint)
     match = await play_entry_match(GameConfig(players=7, seed=3), e, model_seats=(1, 2),
                                    rounds={}, max_days=1)
     result = match.result

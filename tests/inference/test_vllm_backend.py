@@ -136,6 +136,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# the model name the chat tests' `vllm serve` gives the bundled model
+CHAT_SERVED = "SmolLM2-135M-Instruct"
+
+
 @contextlib.contextmanager
 def serve_vllm(*extra: str, env: dict[str, str] | None = None,
                log_name: str = "vllm-serve.log") -> Iterator[str]:
