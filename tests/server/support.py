@@ -411,3 +411,36 @@ async def snapshot(server: Server, game_id: str) -> tuple[Any, ...]:
     replay = (await c.get(f"/api/games/{game_id}/replay")).json()
     return (summary["version"], summary["phase"], replay["events"],
             await server.store.commands(game_id), await server.store.events(game_id))
+
+
+async def read_to_end(ws: WS, timeout: float = 120) -> list[dict[str, Any]]:
+    """Every message a socket got until its game ended."""
+    await ws.until(finished, timeout=timeout)
+    return ws.messages
+
+
+async def watch_thinking(server: Server, game_id: str, gate: asyncio.Event
+                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """An omniscient and a public spectator of a game whose AI seats wait on
+    `gate`: both subscribe, then the seats may think; what each got to the end."""
+    async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer=omniscient") as omni, \
+            server.ws_connect(f"/ws/games/{game_id}/watch?viewer=public") as public:
+        assert (await omni.recv())["type"] == "hello"
+        assert (await public.recv())["type"] == "hello"
+        await asyncio.sleep(0.2)  # both subscribed before anyone thinks
+        gate.set()
+        seen_omni, seen_public = await asyncio.gather(read_to_end(omni), read_to_end(public))
+    return seen_omni, seen_public
+
+
+@asynccontextmanager
+async def running_worker(worker: Any) -> AsyncIterator[Any]:
+    """A `tossim.inference.worker.Worker` connected for the block, stopped after."""
+    task = asyncio.create_task(worker.run(retry=0.1, max_retry=0.5))
+    try:
+        await asyncio.wait_for(worker.connected.wait(), 30)
+        yield worker
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task

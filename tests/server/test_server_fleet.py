@@ -21,7 +21,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -49,6 +49,7 @@ from .support import (
     finished,
     human_game,
     is_finished,
+    running_worker,
     wait_game,
 )
 
@@ -80,18 +81,6 @@ class ScriptedWorker(Worker):
         super().forget(game)
         for key in [k for k in self.bots if k[0] == game]:
             del self.bots[key]
-
-
-@contextlib.asynccontextmanager
-async def running(worker: Worker) -> AsyncIterator[Worker]:
-    task = asyncio.create_task(worker.run(retry=0.1, max_retry=0.5))
-    try:
-        await asyncio.wait_for(worker.connected.wait(), 30)
-        yield worker
-    finally:
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
 
 
 # --- one fleet of workers, at the hub level (a bus shared by two processes) --------
@@ -254,7 +243,7 @@ async def test_kill_one_of_two_processes_and_every_game_goes_on_in_the_other(
     await b.wait_ready()
     model_seats = [{"slot": s, "backend": "local"} for s in (2, 5)]
 
-    async with running(ScriptedWorker(b.base_url, "at-b")) as worker, \
+    async with running_worker(ScriptedWorker(b.base_url, "at-b")) as worker, \
             contextlib.AsyncExitStack() as stack:
         assert isinstance(worker, ScriptedWorker)
         # A runs three games (one with model seats, played by the worker at B);

@@ -17,7 +17,14 @@ from tossim.agents.async_match import ScriptedSeat
 from tossim.engine import Command, View
 from tossim.server import runner
 
-from .support import WS, Server, ServerFactory, create_game, finished, human_game, quiet
+from .support import (
+    Server,
+    ServerFactory,
+    create_game,
+    human_game,
+    quiet,
+    watch_thinking,
+)
 
 SECRET_PROMPT = "SYSTEM PROMPT: you are a seat; never show this"
 THINKERS = (1, 2)
@@ -72,22 +79,11 @@ def fake_models(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, dict[in
     return gate, made
 
 
-async def read_to_end(ws: WS) -> list[dict[str, Any]]:
-    await ws.until(finished)
-    return ws.messages
-
-
 async def test_all_ai_game_streams_thinking_to_omniscient_only(
         server: Server, fake_models: tuple[asyncio.Event, dict[int, Any]]) -> None:
     gate, made = fake_models
     game_id = await create_game(server.client, players=7, speed="fast", seed=5)
-    async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer=omniscient") as omni, \
-            server.ws_connect(f"/ws/games/{game_id}/watch?viewer=public") as public:
-        assert (await omni.recv())["type"] == "hello"
-        assert (await public.recv())["type"] == "hello"
-        await asyncio.sleep(0.2)  # both subscribed before anyone thinks
-        gate.set()
-        seen_omni, seen_public = await asyncio.gather(read_to_end(omni), read_to_end(public))
+    seen_omni, seen_public = await watch_thinking(server, game_id, gate)
 
     thinking = [m for m in seen_omni if m["type"] == "thinking"]
     assert thinking, "the omniscient spectator saw no thinking"

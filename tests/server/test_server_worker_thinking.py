@@ -13,9 +13,7 @@ scripted bots, so the tests need no model."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +37,7 @@ from tossim.server.workers import (
     WorkerLink,
 )
 
-from .support import WS, ServerFactory, create_game, finished
+from .support import ServerFactory, create_game, read_to_end, running_worker, watch_thinking
 
 SECRET_PROMPT = "SYSTEM PROMPT: you are a seat; never show this"
 MODEL_SEATS = (1, 2, 3)
@@ -104,41 +102,17 @@ class ThinkingWorker(Worker):
         return {"type": "summary", "text": f"Day {message['day']}, as the worker saw it."}
 
 
-@contextlib.asynccontextmanager
-async def running(worker: Worker) -> AsyncIterator[Worker]:
-    task = asyncio.create_task(worker.run(retry=0.1, max_retry=0.5))
-    try:
-        await asyncio.wait_for(worker.connected.wait(), 30)
-        yield worker
-    finally:
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-
-
-async def read_to_end(ws: WS) -> list[dict[str, Any]]:
-    await ws.until(finished, timeout=120)
-    return ws.messages
-
-
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 async def test_a_worker_s_seats_think_for_omniscient_spectators_and_store_their_turns(
         server_factory: ServerFactory) -> None:
     server = await server_factory(inference="workers", model_deadline=60)
     gate = asyncio.Event()
     worker = ThinkingWorker(server.base_url, gate)
-    async with running(worker):
+    async with running_worker(worker):
         seats = [{"slot": s, "backend": "local"} for s in MODEL_SEATS]
         game_id = await create_game(server.client, players=7, speed="fast", seed=5,
                                     seats=seats)
-        async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer=omniscient") as omni, \
-                server.ws_connect(f"/ws/games/{game_id}/watch?viewer=public") as public:
-            assert (await omni.recv())["type"] == "hello"
-            assert (await public.recv())["type"] == "hello"
-            await asyncio.sleep(0.2)  # both subscribed before anyone thinks
-            gate.set()
-            seen_omni, seen_public = await asyncio.gather(read_to_end(omni),
-                                                          read_to_end(public))
+        seen_omni, seen_public = await watch_thinking(server, game_id, gate)
     made = {slot: seat for (g, slot), seat in worker.made.items() if g == game_id}
     assert set(made) == set(MODEL_SEATS)
 
@@ -170,7 +144,7 @@ async def test_a_worker_s_seats_think_for_omniscient_spectators_and_store_their_
 async def test_a_flooding_worker_is_cut_to_the_bounds(server_factory: ServerFactory) -> None:
     server = await server_factory(inference="workers", model_deadline=60)
     gate = asyncio.Event()
-    async with running(ThinkingWorker(server.base_url, gate, flood=True)):
+    async with running_worker(ThinkingWorker(server.base_url, gate, flood=True)):
         game_id = await create_game(server.client, players=7, speed="fast", seed=7,
                                     seats=[{"slot": 1, "backend": "local"}])
         async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer=omniscient") as omni:
