@@ -48,6 +48,7 @@ from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.view import View
 from tossim.inference.chat_backend import ACT_TOOL, ChatBackend, ChatError, ChatRejected, act_tool
+from tossim.inference.seeds import derive_seed
 
 TOOLS_NOTE = ("\n## Answering with function calls\nAnswer each step by calling the function "
               "`act` with that JSON object as its arguments.\n")
@@ -203,7 +204,7 @@ class ChatSeat:
             if self.on_step is not None:
                 self.on_step(self.slot, step)
 
-        seed = self.seed * 7919 + self.metrics.turns
+        seed = derive_seed(self.seed, self.metrics.turns)
 
         def finish(cmd: Command | None, action: str, abstain: bool = False) -> TurnResult:
             stats.seconds = time.perf_counter() - started
@@ -238,7 +239,7 @@ class ChatSeat:
             try:
                 reply = await self.backend.complete(
                     messages, mode=mode, schema=schema, tools=tools, deadline=deadline,
-                    max_tokens=cfg.max_tokens, seed=seed * 100 + step, errors=errors)
+                    max_tokens=cfg.max_tokens, seed=derive_seed(seed, step), errors=errors)
             except ChatRejected:
                 mode = self.backend.downgrade(mode)
                 if mode == "tools":
@@ -365,4 +366,4 @@ def chat_seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: 
     config = ChatConfig(turn_seconds=turn_seconds or backend.entry.turn_seconds,
                         thought_chars=backend.entry.thought_chars)
     return ChatSeat(slot, backend, config, persona=persona, summaries=summaries,
-                    seed=seed * 100 + slot)
+                    seed=derive_seed(seed, slot))

@@ -22,6 +22,7 @@ from tossim.agents.summarize import (
 )
 from tossim.catalogue import ModelEntry, make_seat_for_entry
 from tossim.engine.state import GameConfig
+from tossim.inference.seeds import derive_seed
 
 
 @dataclass
@@ -97,7 +98,7 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
                                             seconds=first.config.turn_seconds)
         if isinstance(first, LLMSeat):
             return await write_summary(first.loop.backend, memory, day,
-                                       seed=config.seed + day, stats=stats)
+                                       seed=derive_seed(config.seed, "summary", day), stats=stats)
         return fallback_summary(memory, day)
 
     table: dict[int, AsyncSeat] = dict(seats)

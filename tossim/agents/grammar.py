@@ -118,15 +118,17 @@ def _alt(options: Sequence[str]) -> str:
 
 
 # ---- segments as parts: one description gives the regex and the completion ---------
-# JSON string contents: no quote, backslash or control character unless escaped
-JSTR = r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*'
+# JSON string contents: no quote, backslash or control character unless escaped;
+# only the escapes of text the engine takes (\b, \f and \r decode to control
+# characters it refuses)
+JSTR = r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/nt])*'
 # a speech: at least MIN_WORDS words, so an empty or one-word placeholder
 # ("text", "message") is refused by the grammar (no backreferences needed)
 MIN_WORDS = 3
 WORD = r"[^<\s\x00-\x1f\x7f-\x9f]+"
-JWORD = r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])+'
-JNONEMPTY = (r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])'
-             r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/bfnrt])*')
+JWORD = r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/nt])+'
+JNONEMPTY = (r'(?:[^"\\\s\x00-\x1f\x7f-\x9f]|\\["\\/nt])'
+             r'(?:[^"\\\x00-\x1f\x7f-\x9f]|\\["\\/nt])*')
 PROTOCOL_TEXT = {"xml": (FREE, NONEMPTY), "json": (JSTR, JNONEMPTY)}
 
 

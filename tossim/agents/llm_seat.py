@@ -18,6 +18,7 @@ from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.engine.commands import Command
 from tossim.engine.view import View
 from tossim.inference.base import Backend
+from tossim.inference.seeds import derive_seed
 
 
 @dataclass
@@ -148,7 +149,7 @@ class LLMSeat:
         day, phase = self.memory.day, self.memory.phase
         result = await self.loop.run_turn(
             self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
-            seed=self.seed * 7919 + self.metrics.turns, on_step=self._step)
+            seed=derive_seed(self.seed, self.metrics.turns), on_step=self._step)
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
@@ -180,4 +181,4 @@ def seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: Backe
     persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
     protocol = str(spec.get("protocol") or "xml")
     return LLMSeat(slot, ToolLoop(backend, LoopConfig(protocol=protocol)), persona=persona,
-                   summaries=summaries, key=f"{game_id}:{slot}", seed=seed * 100 + slot)
+                   summaries=summaries, key=f"{game_id}:{slot}", seed=derive_seed(seed, slot))

@@ -65,6 +65,7 @@ from tossim.agents.tools import run_tool, tool_options
 from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
 from tossim.inference.base import Backend, GenerationRequest, Tokenizer
+from tossim.inference.seeds import derive_seed
 
 PARSERS = {"xml": xml_protocol.parse, "json": json_protocol.parse}
 
@@ -187,8 +188,10 @@ class _Turn:
             self.on_step(entry)
 
     def next_seed(self) -> int:
+        """This request's sampling seed: the turn's seed and the request's
+        number through the one bounded derivation (docs/agents.md#sampling-seeds)."""
         self.requests += 1
-        return self.seed * 1000 + self.requests
+        return derive_seed(self.seed, self.requests)
 
 
 class ToolLoop:

@@ -17,6 +17,7 @@ from tossim.agents.personas import persona_for
 from tossim.agents.summarize import SummaryStats, write_summary
 from tossim.engine.state import Game, GameConfig
 from tossim.inference.base import Backend
+from tossim.inference.seeds import derive_seed
 
 # a match is "discussion" heavy: one round of speeches, then a second round in
 # which players can answer what was said
@@ -59,13 +60,14 @@ async def play_model_match(config: GameConfig, backend: Backend, *,
     book: dict[int, str] = {}
     slots = list(model_seats) if model_seats is not None else range(1, config.players + 1)
     seats = {s: LLMSeat(s, loop, persona=persona_for(s, config.seed), summaries=book,
-                        key=f"match{config.seed}:{s}", seed=config.seed * 100 + s)
+                        key=f"match{config.seed}:{s}", seed=derive_seed(config.seed, s))
              for s in slots}
 
     summary_stats = SummaryStats()
 
     async def summarize(memory: SeatMemory, day: int) -> str:
-        return await write_summary(backend, memory, day, seed=config.seed + day,
+        return await write_summary(backend, memory, day,
+                                   seed=derive_seed(config.seed, "summary", day),
                                    stats=summary_stats)
 
     start = getattr(backend, "start", None)

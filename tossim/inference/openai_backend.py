@@ -100,6 +100,10 @@ class OpenAIBackend(Backend):
         self.retokenized = 0
         self.server_token_ids: bool | None = None  # learnt from the first reply
         self.self_test_result: GenerationResult | None = None
+        # whether the server samples seeded requests (None: not yet known);
+        # vLLM on the CPU answers a seeded request with an error, so the
+        # first such answer is retried unseeded and later requests go unseeded
+        self.takes_seed: bool | None = None
 
     @property
     def label(self) -> str:
@@ -176,7 +180,7 @@ class OpenAIBackend(Backend):
             body["structured_outputs"] = so
         if r.stop:
             body["stop"] = list(r.stop)
-        if r.seed is not None:
+        if r.seed is not None and self.takes_seed is not False:
             body["seed"] = r.seed
         for k in ("top_p", "presence_penalty", "frequency_penalty"):  # only when set
             if getattr(r, k) != (1.0 if k == "top_p" else 0.0):
@@ -185,7 +189,19 @@ class OpenAIBackend(Backend):
 
     async def _complete(self, r: GenerationRequest) -> GenerationResult:
         started = time.perf_counter()
-        resp = await self._client.post("/v1/completions", json=self._body(r))
+        body = self._body(r)
+        resp = await self._client.post("/v1/completions", json=body)
+        if resp.status_code != 200 and "seed" in body and self.takes_seed is None:
+            del body["seed"]
+            unseeded = await self._client.post("/v1/completions", json=body)
+            if unseeded.status_code == 200:
+                self.takes_seed = False
+                log.warning("%s cannot sample seeded requests (it answered %s: %s); "
+                            "requests go unseeded from now on", self.base_url,
+                            resp.status_code, resp.text[:200])
+            resp = unseeded
+        elif resp.status_code == 200 and "seed" in body:
+            self.takes_seed = True
         if resp.status_code != 200:
             raise RuntimeError(f"{self.base_url}/v1/completions answered "
                                f"{resp.status_code}: {resp.text[:500]}")

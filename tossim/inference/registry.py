@@ -11,6 +11,7 @@ from typing import Any
 
 from tossim.inference.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult
 from tossim.inference.limits import RateLimiter, shared_limiter
+from tossim.inference.seeds import derive_seed
 
 MODEL_BACKENDS = ("local", "vllm", "openai")
 _shared: dict[tuple[str, str], Backend] = {}
@@ -81,7 +82,7 @@ class EntryBackend:
             stops = [s["stop"]] if isinstance(s["stop"], str) else list(s["stop"])
             changes["stop"] = tuple(dict.fromkeys((*r.stop, *map(str, stops))))
         if isinstance(s.get("seed"), int):
-            changes["seed"] = (s["seed"] * 1_000_003 + (r.seed or 0)) % 2**31
+            changes["seed"] = derive_seed(s["seed"], r.seed or 0)
         return dataclasses.replace(r, **changes)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:

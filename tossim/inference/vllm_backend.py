@@ -77,6 +77,7 @@ class VLLMBackend(Backend):
         self.engine: Any = None
         self.start_seconds: float | None = None
         self._start_lock: asyncio.Lock | None = None
+        self._takes_seed: bool | None = None
 
     @property
     def label(self) -> str:
@@ -104,6 +105,18 @@ class VLLMBackend(Backend):
             self.start_seconds = time.perf_counter() - started
             log.info("vLLM engine on %s started in %.1f s", self.model, self.start_seconds)
 
+    def takes_seed(self) -> bool:
+        """Whether this vLLM samples seeded requests: its CPU sampler fails
+        on them ("CPU Generator does not use offset"), so on the CPU every
+        request goes unseeded, said once in the log."""
+        if self._takes_seed is None:
+            from vllm.platforms import current_platform
+            self._takes_seed = not current_platform.is_cpu()
+            if not self._takes_seed:
+                log.warning("vLLM on the CPU cannot sample seeded requests; "
+                            "requests go unseeded")
+        return self._takes_seed
+
     def sampling_params(self, r: GenerationRequest) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
@@ -113,7 +126,8 @@ class VLLMBackend(Backend):
         elif r.json_schema is not None:
             so = StructuredOutputsParams(json=r.json_schema)
         return SamplingParams(
-            max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed, top_p=r.top_p,
+            max_tokens=r.max_tokens, temperature=r.temperature,
+            seed=r.seed if self.takes_seed() else None, top_p=r.top_p,
             presence_penalty=r.presence_penalty, frequency_penalty=r.frequency_penalty,
             stop=list(r.stop) or None, include_stop_str_in_output=True,
             structured_outputs=so, output_kind=RequestOutputKind.FINAL_ONLY)

@@ -58,6 +58,7 @@ from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.registry import MODEL_BACKENDS
+from tossim.inference.seeds import derive_seed
 from tossim.server.bus import (
     Bus,
     Subscription,
@@ -616,7 +617,7 @@ class GameActor:
         answer in time leaves the extractive summary."""
         memory = SeatMemory(0)
         memory.update(public)
-        seed = self.game.config.seed + day
+        seed = derive_seed(self.game.config.seed, "summary", day)
         seat = self.ai[min(self.models)] if self.models else None
         try:
             if isinstance(seat, LLMSeat):
