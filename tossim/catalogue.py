@@ -84,6 +84,10 @@ class ModelEntry(BaseModel):
     constraint: Literal["auto", "json_schema", "tools", "text"] = "auto"
     turn_seconds: float = Field(default=60.0, gt=0, le=3600)
     thought_chars: int = Field(default=300, ge=20, le=4000)
+    # how its seats speak: "free" text (the seed's <speak>) or structured
+    # "moves" the server renders (docs/agents.md#speech-moves); unset: moves
+    # for a bundled model (too small for free text), free text otherwise
+    speech: Literal["free", "moves"] | None = None
     builtin: bool = False
 
     @field_validator("base_url")
@@ -126,14 +130,19 @@ class ModelEntry(BaseModel):
                 raise ValueError("a chat entry needs `model` (the provider's model id)")
             if self.base_url is None:
                 object.__setattr__(self, "base_url", DEFAULT_CHAT_URL)
+            if self.speech == "moves":
+                raise ValueError("a chat entry writes free text: speech = \"moves\" needs "
+                                 "a local, vllm or openai entry (guided decoding)")
         elif self.backend == "scripted":
-            for f in ("model", "base_url", "api_key_env"):
+            for f in ("model", "base_url", "api_key_env", "speech"):
                 if getattr(self, f) is not None:
                     raise ValueError(f"a scripted entry takes no {f}")
         elif self.backend in ("local", "vllm") and (
                 self.base_url is not None or self.api_key_env is not None):
             raise ValueError(f"a {self.backend} entry runs in-process: no base_url "
                                  "or api_key_env")
+        if self.speech is None and self.backend != "scripted":
+            object.__setattr__(self, "speech", "moves" if self.bundled else "free")
         return self
 
     # ---- what may leave the process --------------------------------------------------
@@ -141,7 +150,16 @@ class ModelEntry(BaseModel):
         """Names and capabilities only: no URL, no key (for /api/models, the
         database and replays)."""
         return {"name": self.name, "backend": self.backend, "model": self.public_model,
-                "protocol": self.protocol, "builtin": self.builtin}
+                "protocol": self.protocol, "speech": self.speech, "builtin": self.builtin}
+
+    @property
+    def bundled(self) -> bool:
+        """A model shipped with the package (the local backend's default or a
+        bundled model's name), run in-process."""
+        if self.backend not in ("local", "vllm"):
+            return False
+        from tossim.inference.bundled import BUNDLED
+        return self.model is None or self.model in BUNDLED
 
     @property
     def public_model(self) -> str | None:
@@ -313,18 +331,24 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
                         summaries: Mapping[int, str] | None = None,
                         persona: str | None = None, protocol: str | None = None,
                         openai_url: str | None = None, model_dir: str | None = None,
-                        deadline: float | None = None
+                        deadline: float | None = None, speech: str | None = None
                         ) -> ScriptedSeat | LLMSeat | ChatSeat:
     """The seat that plays `entry` at `slot` (the one place seats are built
     from entries: the server's make_ai_seat, `tossim play` and the arena).
     Model backends are shared by the process (one model load, one client and
     one rate limit per entry). `deadline`: seconds a chat seat may take per
-    turn (it abstains before; default the entry's `turn_seconds`)."""
+    turn (it abstains before; default the entry's `turn_seconds`). `speech`
+    overrides the entry's (a lobby seat's or `tossim play --speech`)."""
+    if speech is not None and speech not in ("free", "moves"):
+        raise ValueError(f"speech is free or moves, not {speech!r}")
+    if entry.backend == "chat" and speech == "moves":
+        raise ValueError(f"entry {entry.name!r} is a chat entry: it writes free text")
     if entry.backend == "scripted":
         from tossim.agents.async_match import ScriptedSeat
         return ScriptedSeat(slot, seed)
     spec: dict[str, Any] = {"persona": persona,
-                            "protocol": protocol or entry.protocol}
+                            "protocol": protocol or entry.protocol,
+                            "speech": speech or entry.speech}
     if entry.backend == "chat":
         from tossim.agents.chat_seat import chat_seat_from_spec
         from tossim.inference.chat_backend import shared_chat_backend

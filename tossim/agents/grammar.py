@@ -44,6 +44,8 @@ class Choice:
     arg: str
     options: tuple[str, ...] = ()
     attr_options: tuple[str, ...] = ()  # whisper: the allowed to="..." names
+    # arg "move": the text is these parts (a structured speech move, moves.py)
+    body: tuple[Part, ...] = ()
 
 
 def _names(slots: Sequence[int], names: Mapping[int, str]) -> tuple[str, ...]:
@@ -161,6 +163,8 @@ def thought_parts(protocol: str = "xml") -> list[Part]:
 
 def choice_parts(c: Choice, protocol: str = "xml") -> list[Part]:
     """One tag (XML) or one action object's tail (JSON, after the thought)."""
+    if c.body:
+        return _body_parts(c, protocol)
     if protocol == "json":
         return _json_parts(c)
     if c.arg == "none":
@@ -174,6 +178,15 @@ def choice_parts(c: Choice, protocol: str = "xml") -> list[Part]:
     else:
         body = [Part("opt", options=c.options)]
     return head + body + [_lit(f"</{c.tag}>")]
+
+
+def _body_parts(c: Choice, protocol: str) -> list[Part]:
+    """A final action whose text is fixed parts (a speech move): the tag
+    around them (XML), or the `text` argument's JSON string."""
+    if protocol == "xml":
+        return [_lit(f"<{c.tag}>"), *c.body, _lit(f"</{c.tag}>")]
+    body = [Part(p.kind, _jq(p.value), tuple(_jq(o) for o in p.options)) for p in c.body]
+    return [_lit(f'"action": "{c.tag}", "args": {{"text": "'), *body, _lit('"}}')]
 
 
 def _min_words(c: Choice) -> int:
@@ -249,6 +262,12 @@ def turn_regex(legal: Sequence[LegalAction], names: Mapping[int, str],
                     for c in turn_choices(legal, names, tools, allow_tools))
     head = parts_regex(thought_parts(protocol), protocol) if think else ""
     return f"{head}(?:{alts})"
+
+
+def choices_regex(choices: Sequence[Choice], protocol: str = "xml") -> str:
+    """One of `choices`, with no thought before it (`turn_regex(...,
+    think=False)` for a list of choices built by the caller)."""
+    return "(?:" + "|".join(choice_regex(c, protocol) for c in choices) + ")"
 
 
 @dataclass(frozen=True)
@@ -358,7 +377,12 @@ def _arg_schema(c: Choice) -> dict[str, Any]:
         return {"type": "object", "properties": {key: value}, "required": [key],
                 "additionalProperties": False}
     props: dict[str, Any] = {}
-    if c.tag == "speak" or c.tag in ("will", "death_note"):
+    if c.body:  # a speech move: the whole text is one of the body's strings
+        texts = [""]
+        for p in c.body:
+            texts = [t + o for t in texts for o in ((p.value,) if p.kind == "lit" else p.options)]
+        props["text"] = {"type": "string", "enum": texts}
+    elif c.tag == "speak" or c.tag in ("will", "death_note"):
         props["text"] = ({"type": "string", "minLength": 1} if c.tag == "speak" else text)
     elif c.tag == "whisper":
         props["target"] = {"type": "string", "enum": list(c.attr_options)}

@@ -121,7 +121,8 @@ class LLMSeat:
     `turn_log` gets one dict per finished turn: {"day", "phase", "prompt" (the
     turn's prompt text), "output" (generated text with observations),
     "steps" (thinking / tool / fault / action dicts, in order), "action" (the
-    final command as a dict, or None for a wait), "tokens" {"prompt",
+    final command as a dict, or None for a wait), "move" (the structured
+    speech move behind it, `Move.to_dict()`, or None), "tokens" {"prompt",
     "generated", "cached"}}. `on_step(slot, step)`, if set, is called as each
     step completes, so a server can stream a turn while it runs. Observations
     come from the seat's own memory: never more than its Views showed it."""
@@ -157,6 +158,8 @@ class LLMSeat:
             "day": day, "phase": phase, "prompt": result.prompt, "output": result.transcript,
             "steps": list(result.steps),
             "action": result.command.to_dict() if result.command is not None else None,
+            # the speech move behind a speech, will or note (speech "moves"), else None
+            "move": result.move.to_dict() if result.move is not None else None,
             "tokens": {"prompt": result.stats.prompt_tokens,
                        "generated": result.stats.generated_tokens,
                        "cached": result.stats.cached_tokens},
@@ -176,9 +179,12 @@ def seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: Backe
     """A lobby's model seat on `backend`: its persona (named, else drawn from
     the game's seed), its protocol, a cache key that keeps the seat's context
     apart from other games', and a per-seat sampling seed. The server and an
-    inference worker build seats here, so a seat plays the same either way."""
+    inference worker build seats here, so a seat plays the same either way.
+    `speech`: free text or structured moves (docs/agents.md#speech-moves)."""
     name = spec.get("persona")
     persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
     protocol = str(spec.get("protocol") or "xml")
-    return LLMSeat(slot, ToolLoop(backend, LoopConfig(protocol=protocol)), persona=persona,
+    speech = str(spec.get("speech") or "free")
+    return LLMSeat(slot, ToolLoop(backend, LoopConfig(protocol=protocol, speech=speech)),
+                   persona=persona,
                    summaries=summaries, key=f"{game_id}:{slot}", seed=derive_seed(seed, slot))

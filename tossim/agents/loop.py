@@ -47,6 +47,7 @@ from tossim.agents.grammar import (
     Choice,
     Part,
     choice_parts,
+    choices_regex,
     parts_regex,
     thinking_regex,
     thought_parts,
@@ -56,6 +57,7 @@ from tossim.agents.grammar import (
     walk,
 )
 from tossim.agents.memory import SeatMemory
+from tossim.agents.moves import SPEECH_MODES, SPEECH_TAGS, Move, speak_move, structured_choices
 from tossim.agents.personas import Persona
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import ProtocolError
@@ -96,6 +98,9 @@ class LoopConfig:
     max_retries: int = 2  # final actions refused before the seat waits
     retry_think_tokens: int = 32  # a thought after a refused action, if the budget is spent
     temperature: float = 0.6
+    # "free": speeches, wills and notes are free text; "moves": the seat
+    # chooses a structured move the server renders (docs/agents.md#speech-moves)
+    speech: str = "free"
 
     def budget(self, phase: str) -> int:
         """The thinking budget (tokens) of one turn in `phase`."""
@@ -136,6 +141,7 @@ class TurnResult:
     stats: TurnStats
     prompt: str = ""  # the turn's prompt text (its chat messages)
     steps: list[dict[str, Any]] = field(default_factory=list)  # see LLMSeat.turn_log
+    move: Move | None = None  # the speech move said (speech "moves")
 
 
 def observation(text: str) -> str:
@@ -180,6 +186,7 @@ class _Turn:
         self.transcript: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.requests = 0
+        self.move: Move | None = None
 
     def step(self, kind: str, **data: Any) -> None:
         entry = {"kind": kind, **data}
@@ -202,6 +209,9 @@ class ToolLoop:
         self.config = config or LoopConfig()
         if self.config.protocol not in PARSERS:
             raise ValueError(f"unknown protocol {self.config.protocol!r}")
+        if self.config.speech not in SPEECH_MODES:
+            raise ValueError(f"speech is one of {', '.join(SPEECH_MODES)}, "
+                             f"not {self.config.speech!r}")
 
     async def run_turn(self, memory: SeatMemory, *, summaries: Mapping[int, str] | None = None,
                        persona: Persona | str | None = None, key: str = "",
@@ -209,7 +219,8 @@ class ToolLoop:
         cfg, tok = self.config, self.backend.tokenizer
         started = time.perf_counter()
         stats = TurnStats()
-        messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls)
+        messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
+                                  speech=cfg.speech)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed)
@@ -233,6 +244,9 @@ class ToolLoop:
                 retries += 1
                 continue
             try:
+                t.move = None
+                if cfg.speech == "moves" and parsed.name in SPEECH_TAGS:
+                    parsed, t.move = speak_move(memory, parsed, derive_seed(seed, 0))
                 cmd = to_command(memory.slot, parsed.name, parsed.args, memory.legal,
                                  memory.names, memory.roster)
             except IllegalCommand as exc:
@@ -351,6 +365,9 @@ class ToolLoop:
         memory = t.memory
         choices = turn_choices(memory.legal, memory.names, (), False)
         rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml")
+        if self.config.speech == "moves":
+            choices = structured_choices(memory, choices)
+            rx = choices_regex(choices, "xml")
         text = await self._segment(t, rx, self.config.action_tokens, choices)
         t.step("action", text=text.strip())
         try:
@@ -380,6 +397,9 @@ class ToolLoop:
             choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow)
             rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow,
                             think=False, protocol="json")
+            if cfg.speech == "moves":
+                choices = structured_choices(memory, choices)
+                rx = choices_regex(choices, "json")
             tail = await self._segment(t, rx, cfg.action_tokens, choices)
             text += tail
             try:
@@ -454,7 +474,8 @@ class ToolLoop:
               messages: Sequence[Mapping[str, str]]) -> TurnResult:
         t.stats.seconds = time.perf_counter() - started
         return TurnResult(cmd, action, "".join(t.transcript), t.stats,
-                          prompt=prompt_text(messages), steps=t.steps)
+                          prompt=prompt_text(messages), steps=t.steps,
+                          move=t.move if cmd is not None else None)
 
     def _close(self, gen: list[int], text: str, shape: Sequence[Part] | Sequence[Choice]
                ) -> tuple[list[int], str, str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from tossim.agents import moves
 from tossim.agents.escape import escape_text, quote
 from tossim.agents.grammar import turn_choices
 from tossim.agents.memory import CHAT_KEYS, SeatMemory
@@ -85,7 +86,8 @@ def _identity_extra(memory: SeatMemory) -> list[str]:
 
 
 def render_system(memory: SeatMemory, protocol: str = "xml",
-                  persona: Persona | str | None = None, max_tools: int = 4) -> str:
+                  persona: Persona | str | None = None, max_tools: int = 4,
+                  speech: str = "free") -> str:
     """The seat's system prompt. It changes only when the seat's role does
     (a Mafioso promoted to Godfather, an Executioner turned Jester)."""
     if protocol not in PROTOCOLS:
@@ -100,7 +102,7 @@ def render_system(memory: SeatMemory, protocol: str = "xml",
              for t in TOOLS.values()]
     text = persona.text if isinstance(persona, Persona) else persona
     return render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
-                   max_tools=max_tools,
+                   max_tools=max_tools, moves=speech == "moves",
                    name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
                    identity_extra=_identity_extra(memory), persona=text)
 
@@ -186,14 +188,21 @@ def _speech_example(memory: SeatMemory, name: str) -> str:
     return lines[memory.slot % len(lines)]
 
 
-def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
+def action_lines(memory: SeatMemory, protocol: str = "xml", speech: str = "free") -> list[str]:
     """The final actions available now, each with an example in real words
-    (a real name, a real sentence) and its allowed arguments."""
+    (a real name, a real sentence) and its allowed arguments. With speech
+    "moves", speeches, wills and death notes are listed as the moves allowed
+    now (`moves.action_lines`) and whispers are left out."""
     channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
     ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
     role = escape_text(str(memory.you.get("role") or "Townie"))
     out = []
+    table = moves.move_table(memory) if speech == "moves" else None
     for c in turn_choices(memory.legal, memory.names, allow_tools=False):
+        if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
+            if c.tag != "whisper":
+                out += moves.action_lines(memory, c.tag, protocol, table)
+            continue
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
         name = _example_name(memory, opts)
         speech = _speech_example(memory, name)
@@ -264,7 +273,7 @@ def results_lines(memory: SeatMemory) -> list[str]:
 
 
 def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
-                protocol: str = "xml") -> str:
+                protocol: str = "xml", speech: str = "free") -> str:
     """The dynamic context for this turn. `summaries` maps earlier days to
     their summary (escaped here: model-written text quotes players)."""
     new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
@@ -280,12 +289,14 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
                    results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
-                   actions=action_lines(memory, protocol))
+                   actions=action_lines(memory, protocol, speech))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    protocol: str = "xml", persona: Persona | str | None = None,
-                   max_tools: int = 4) -> list[dict[str, str]]:
-    """Chat messages for a turn: the system prompt and the turn context."""
-    return [{"role": "system", "content": render_system(memory, protocol, persona, max_tools)},
-            {"role": "user", "content": render_turn(memory, summaries, protocol)}]
+                   max_tools: int = 4, speech: str = "free") -> list[dict[str, str]]:
+    """Chat messages for a turn: the system prompt and the turn context
+    (`speech`: "free" text or structured "moves", docs/agents.md#speech-moves)."""
+    return [{"role": "system",
+             "content": render_system(memory, protocol, persona, max_tools, speech)},
+            {"role": "user", "content": render_turn(memory, summaries, protocol, speech)}]

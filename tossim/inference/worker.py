@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME = 32 * 2**20  # a late-game view with every event is a few hundred kB
 REFUSALS = (4400, 4401)  # a bad hello, an unknown token: retrying won't help
-TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "tokens")
+TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "move", "tokens")
 
 # the current decide request's step sender (set by `_answer`, read by `decide`):
 # a context variable, so `decide(message)` keeps its signature for subclasses

@@ -132,11 +132,13 @@ def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "
         return RemoteSeat(workers, game_id, slot, seed,
                           {**spec, "backend": entry.backend,
                            "protocol": spec.get("protocol") or entry.protocol,
+                           "speech": spec.get("speech") or entry.speech,
                            "entry": entry.name, "sampling": entry.sampling}, summaries)
     return make_seat_for_entry(entry, slot, seed, game_id=game_id, summaries=summaries,
                                persona=spec.get("persona"), protocol=spec.get("protocol"),
                                openai_url=s.openai_url, model_dir=s.model,
-                               deadline=max(1.0, s.model_deadline - 1.0))
+                               deadline=max(1.0, s.model_deadline - 1.0),
+                               speech=spec.get("speech"))
 
 
 @dataclass
@@ -390,7 +392,8 @@ class GameActor:
             if not isinstance(turn, dict):
                 continue
             self.turn_seq[slot] += 1
-            data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "tokens")}
+            data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "move",
+                                             "tokens")}
             day = turn.get("day")
             phase = turn.get("phase")
             try:

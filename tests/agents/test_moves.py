@@ -1,0 +1,253 @@
+"""Structured speech moves (docs/agents.md#speech-moves): a seat that chooses
+a move says a rendered sentence about living players and real roles; the
+grammar refuses anything else; a free-text seat still writes free text."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+
+import pytest
+
+from tossim.agents import play_match
+from tossim.agents.actions import to_command
+from tossim.agents.grammar import Choice, choices_regex, turn_choices
+from tossim.agents.llm_seat import LLMSeat, seat_from_spec
+from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
+from tossim.agents.memory import SeatMemory
+from tossim.agents.moves import (
+    Accuse,
+    Ask,
+    ClaimRole,
+    Defend,
+    Report,
+    VotePlan,
+    WillMove,
+    move_table,
+    speak_move,
+    structured_choices,
+)
+from tossim.agents.prompting import build_messages
+from tossim.agents.protocols import xml as xp
+from tossim.catalogue import CatalogueError, ModelEntry, parse_catalogue
+from tossim.engine import Chat, Command, GameConfig, View, Viewer, view
+from tossim.engine.commands import WriteDeathNote, WriteWill
+from tossim.engine.roles import ROLES
+
+from .fake_backend import ScriptedBackend
+from .support import day3_investigator
+
+MOVES = LoopConfig(max_tool_calls=2, action_tokens=120, turn_tokens=600, speech="moves")
+
+
+def run(outputs: list[str], cfg: LoopConfig = MOVES, slot: int = 7) -> TurnResult:
+    memory = day3_investigator().memories[slot]
+    backend = ScriptedBackend(outputs)  # asserts every output matches its request's regex
+    return asyncio.run(ToolLoop(backend, cfg).run_turn(memory, key="g:7", seed=1))
+
+
+def action_regex(memory: SeatMemory) -> str:
+    return choices_regex(structured_choices(memory, turn_choices(memory.legal, memory.names)))
+
+
+def test_an_accusation_move_is_said_as_a_sentence_and_kept() -> None:
+    r = run(["<thinking>My result on Player 4 fits the Mafioso.</thinking>",
+             "<speak>accuse Player 4: my result: Player 4 could be a Vigilante, Veteran, "
+             "or Mafioso</speak>"])
+    assert isinstance(r.command, Chat)
+    text = r.command.text
+    # the claim vocabulary's accusation, then the reason in words a player says
+    assert text.startswith(("Vote Player 4!", "Listen, Vote", "Town, Vote", "Okay. Vote",
+                            "Hear me out: Vote", "Honestly, Vote", "Let's not waste"))
+    assert "Vote Player 4!" in text and "Vigilante, Veteran, or Mafioso" in text
+    assert "accuse" not in text and "my result:" not in text
+    assert isinstance(r.move, Accuse) and r.move.target == 4
+    assert r.move.reason.kind == "result"
+    assert r.move.to_dict()["move"] == "accuse"
+    # the prompt lists the moves, not the free-text speech example, and no whisper
+    assert "<speak>accuse Player" in r.prompt and "<whisper" not in r.prompt.split(
+        "## Who you are")[1]
+
+
+def test_claim_report_and_lie_are_told_apart() -> None:
+    claim = run(["<thinking>Claim.</thinking>", "<speak>claim Investigator</speak>"])
+    assert isinstance(claim.command, Chat) and "I am the Investigator." in claim.command.text
+    assert claim.move == ClaimRole("Investigator", true=True)
+    fake = run(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>"])
+    assert isinstance(fake.move, ClaimRole) and not fake.move.true
+    honest = run(["<thinking>Share.</thinking>",
+                  "<speak>report Player 2 could be a Bodyguard, Godfather, or Arsonist</speak>"])
+    assert isinstance(honest.command, Chat)
+    assert "Player 2 could be a Bodyguard, Godfather, or Arsonist." in honest.command.text
+    assert isinstance(honest.move, Report) and honest.move.honest and not honest.move.lie
+    lie = run(["<thinking>Frame them.</thinking>", "<speak>lie Player 5 is suspicious</speak>"])
+    assert isinstance(lie.command, Chat) and "Player 5 is suspicious!" in lie.command.text
+    assert isinstance(lie.move, Report) and lie.move.lie and not lie.move.honest
+
+
+def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
+    m = day3_investigator().memories[7]  # Player 3 and Player 9 are dead
+    rx = re.compile(action_regex(m))
+    for ok in ("<speak>will vote Player 4</speak>", "<speak>ask Player 5 about role</speak>",
+               "<speak>accuse Player 6: they have not claimed a role</speak>",
+               "<speak>defend Player 5: they claimed Lookout</speak>",
+               "<speak>claim Doctor</speak>", "<will>Investigator</will>", "<wait></wait>"):
+        assert rx.fullmatch(ok), ok
+    for bad in ("<speak>will vote Player 3</speak>",  # dead
+                "<speak>ask Player 9 about role</speak>",  # dead
+                "<speak>accuse Player 3: they have not claimed a role</speak>",
+                "<speak>will vote Player 12</speak>",  # not in the game
+                "<speak>will vote Dave</speak>",
+                "<speak>will vote Player 7</speak>",  # the seat itself
+                "<speak>claim Wizard</speak>",  # no such role
+                "<speak>report Player 5 is suspicious</speak>",  # not a result it has
+                "<speak>accuse Player 6: they claimed Sheriff</speak>",  # never happened
+                "<speak>I do not trust Player 1 yet.</speak>",  # free text
+                '<whisper to="Player 5">I am the Investigator.</whisper>',
+                "<will>I am the Investigator.</will>"):
+        assert not rx.fullmatch(bad), bad
+
+
+def test_an_unguided_move_that_does_not_exist_is_a_fault_then_a_retry() -> None:
+    memory = day3_investigator().memories[7]
+    backend = ScriptedBackend(["<thinking>x</thinking>", "<speak>will vote Player 3</speak>",
+                               "<thinking>y</thinking>", "<speak>will vote Player 4</speak>"],
+                              check_regex=False)
+    r = asyncio.run(ToolLoop(backend, MOVES).run_turn(memory, key="g:7", seed=1))
+    assert r.stats.faults == {"expression": 1}
+    assert isinstance(r.move, VotePlan) and r.move.target == 4
+    assert isinstance(r.command, Chat) and "Player 4" in r.command.text
+
+
+def test_wills_and_death_notes_are_built_from_moves() -> None:
+    r = run(["<thinking>Keep my will.</thinking>", "<will>Investigator</will>"])
+    assert r.command == WriteWill(7, "I am the Investigator.\n"
+                                     "N1: Player 4 could be a Vigilante, Veteran, or Mafioso.\n"
+                                     "N2: Player 2 could be a Bodyguard, Godfather, or Arsonist.")
+    assert isinstance(r.move, WillMove) and r.move.true and len(r.move.results) == 2
+    fake = run(["<thinking>Pretend.</thinking>", "<will>Sheriff</will>"])
+    assert fake.command == WriteWill(7, "I am the Sheriff.")  # a lie carries no results
+    note = run(["<thinking>Scare them.</thinking>", "<death_note>Sleep well.</death_note>"],
+               slot=2)
+    assert note.command == WriteDeathNote(2, "Sleep well.")
+    m = day3_investigator().memories[2]
+    assert not re.fullmatch(action_regex(m), "<death_note>You are the game.</death_note>")
+
+
+def test_json_protocol_moves() -> None:
+    r = run(['{"thought": "Claim.", ', '"action": "speak", "args": {"text": "claim Doctor"}}'],
+            LoopConfig(protocol="json", speech="moves", max_tool_calls=0))
+    assert isinstance(r.command, Chat) and "I am the Doctor." in r.command.text
+    assert isinstance(r.move, ClaimRole) and r.move.role == "Doctor"
+
+
+def test_a_free_text_seat_still_writes_free_text() -> None:
+    t = day3_investigator()
+    backend = ScriptedBackend(["<thinking>Say it.</thinking>",
+                               "<speak>Player 4 is lying about the Doctor.</speak>"])
+    seat = seat_from_spec({"speech": "free"}, 7, 3, backend)
+    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
+    assert cmds == [Chat(7, "Player 4 is lying about the Doctor.")]
+    assert seat.turn_log[-1]["move"] is None
+    # the free-text grammar still offers a whisper and free speech
+    assert "whisper" in (backend.requests[-1].regex or "")
+
+
+def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
+    t = day3_investigator()
+    backend = ScriptedBackend(["<thinking>Ask.</thinking>", "<speak>ask Player 5 about vote</speak>"])
+    seat = LLMSeat(7, ToolLoop(backend, MOVES))
+    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
+    assert cmds == [Chat(7, "Player 5, who are you voting for today?")]
+    assert seat.turn_log[-1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
+
+
+def test_catalogue_speech_defaults_and_choices() -> None:
+    cat = parse_catalogue({"models": {
+        "small": {"backend": "local", "speech": "free"},
+        "hosted": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1"},
+        "gpt": {"backend": "chat", "model": "gpt-4o-mini"},
+        "folder": {"backend": "local", "model": "/models/qwen"},
+        "guided": {"backend": "vllm", "model": "/models/qwen", "speech": "moves"}}})
+    speech = {e.name: e.speech for e in cat.entries}
+    assert speech == {"scripted": None, "smollm2": "moves", "small": "free", "hosted": "free",
+                      "gpt": "free", "folder": "free", "guided": "moves"}
+    assert cat.get("smollm2").public()["speech"] == "moves"
+    with pytest.raises(CatalogueError, match="chat entry writes free text"):
+        parse_catalogue({"models": {"x": {"backend": "chat", "model": "m", "speech": "moves"}}})
+    with pytest.raises(CatalogueError, match="speech"):
+        parse_catalogue({"models": {"x": {"backend": "local", "speech": "poetry"}}})
+    assert ModelEntry(name="b", backend="local", model="smollm2-135m").speech == "moves"
+
+
+# ---- whole games: random choices among the moves the grammar allows -------------------
+
+def write(c: Choice, rng: random.Random) -> str:
+    """A string for this choice as a constrained model could write it."""
+    if c.body:
+        body = "".join(p.value if p.kind == "lit" else rng.choice(p.options) for p in c.body)
+    elif c.arg == "names2":
+        a, b = rng.sample(c.options, 2)
+        body = f"{a} and {b}"
+    elif c.arg in ("names", "options", "self"):
+        body = rng.choice(c.options)
+    else:
+        body = ""
+    return f"<{c.tag}>{body}</{c.tag}>"
+
+
+class RandomMoveSeat:
+    """Chooses a random allowed final action, speeches, wills and notes as moves."""
+
+    def __init__(self, slot: int, seed: int) -> None:
+        self.memory = SeatMemory(slot)
+        self.rng = random.Random(seed * 100 + slot)
+        self.said: list[tuple[str, object]] = []
+
+    def decide(self, obs: View) -> list[Command]:
+        m = self.memory
+        m.update(obs)
+        if not m.legal:
+            return []
+        build_messages(m, None, "xml", speech="moves")
+        table = move_table(m)
+        choices = structured_choices(m, turn_choices(m.legal, m.names), table)
+        speech = [c for c in choices if c.tag in ("speak", "will", "death_note")]
+        pool = speech if speech and self.rng.random() < 0.7 else choices
+        text = write(self.rng.choice(pool), self.rng)
+        assert re.fullmatch(choices_regex(choices), text), text
+        parsed = xp.parse(text)
+        move = None
+        if parsed.name in ("speak", "will", "death_note"):
+            parsed, move = speak_move(m, parsed, self.rng.randrange(1000))
+            self.check(m, parsed.args["text"], move)
+        m.end_turn()
+        cmd = to_command(m.slot, parsed.name, parsed.args, m.legal, m.names, m.roster)
+        return [] if cmd is None else [cmd]
+
+    def check(self, m: SeatMemory, text: str, move: object) -> None:
+        living = {p["slot"] for p in m.living()}
+        players = set(m.names.values())
+        for name in re.findall(r"Player \d+", text):
+            assert name in players, (text, name)
+        for role in re.findall(r"I am the ([A-Z][A-Za-z ]*)\.", text):
+            assert role in {r.name for r in ROLES.values()}, (text, role)
+        if isinstance(move, Accuse | Defend | VotePlan | Ask):
+            assert move.target in living and move.target != m.slot, (text, move)
+        if isinstance(move, Accuse):
+            assert f"Vote {m.names[move.target]}!" in text
+        assert "<" not in text and not re.search(r"\b(?:claim|accuse|defend|lie) ", text[:7])
+        self.said.append((text, move))
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_random_structured_seats_say_only_sentences_about_real_players(seed: int) -> None:
+    seats = {s: RandomMoveSeat(s, seed) for s in range(1, 16)}
+    result = play_match(GameConfig(players=15, seed=seed), dict(seats),  # type: ignore[arg-type]
+                        max_days=6)
+    assert result.faults == dict.fromkeys(range(1, 16), 0), result.fault_reasons
+    said = [m for s in seats.values() for _t, m in s.said]
+    kinds = {type(m).__name__ for m in said}
+    assert {"ClaimRole", "Accuse", "Ask", "VotePlan", "WillMove"} <= kinds, kinds
+    assert len(said) > 100

@@ -1,0 +1,546 @@
+"""Structured speech moves: what a seat that does not write free text says.
+
+A small model (the bundled 135M) copies prompt text, invents players and
+writes headings when it is asked for free text (issue 21). A seat whose
+catalogue entry says `speech = "moves"` instead chooses one move, and the
+guided-decoding grammar allows only moves whose arguments exist in the game:
+
+    claim ROLE                   a role of the game's role list
+    report RESULT                one of the seat's own night results
+    lie NAME is (not) suspicious a made-up result about a living player
+    accuse NAME: REASON          a living player, a reason taken from the game
+    defend NAME: REASON          (a vote, a claim, a result, a will, a death)
+    will vote NAME               how the seat will vote
+    ask NAME about TOPIC         a question to a living player
+    <wait></wait>                stay quiet (the protocol's own wait)
+
+Each move is written inside the protocol's speech action (`<speak>claim
+Doctor</speak>`, JSON `{"action": "speak", "args": {"text": "claim
+Doctor"}}`), so parsers, truncation and faults work as for free text. The
+server renders the move as a sentence (`render`), using the claim
+vocabulary's fixed sentences (`claims.py`) and the scripted bots' wordings
+(`talk.py`), so every bot understands a model seat's claims and accusations.
+The move itself is kept with the turn record (`Move.to_dict`), a clean signal
+for metrics: claims, lies, accusations. Wills are built from a claimed role
+and, when that role is the seat's own, its real results; death notes come from
+a fixed set. Whispers are free text, so a structured seat does not whisper.
+
+Everything here reads only the seat's `SeatMemory` (its own Views). See
+docs/agents.md, "Speech moves".
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from tossim.agents import claims as cv
+from tossim.agents import talk
+from tossim.agents.actions import display_name
+from tossim.agents.grammar import Choice, Part
+from tossim.agents.memory import SeatMemory
+from tossim.agents.protocols import Parsed
+from tossim.engine.legal import IllegalCommand
+from tossim.engine.role_lists import RoleListError, parse_slot
+from tossim.engine.roles import ROLES, find_role
+
+SPEECH_MODES = ("free", "moves")
+SPEECH_TAGS = ("speak", "will", "death_note")  # the actions a move replaces
+QUESTIONS: dict[str, str] = {
+    "role": "{name}, what is your role?",
+    "results": "{name}, do you have any results to share?",
+    "vote": "{name}, who are you voting for today?",
+    "will": "{name}, what is in your last will?",
+}
+DEATH_NOTES = ("We know your secret.", "You talked too much.", "Nothing personal.",
+               "You were next on the list.", "Sleep well.")
+SHERIFF_SUSPICIOUS = frozenset({"night.sheriff_mafia", "night.sheriff_sk",
+                                "night.sheriff_suspicious"})
+SHERIFF_INNOCENT = frozenset({"night.sheriff_innocent", "night.sheriff_innocent_modern"})
+
+Namer = Callable[[int], str]
+
+
+# ---- facts a move may cite -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Result:
+    """A night result (real or made up): `kind` suspicious | innocent | group |
+    visited | mafia_visited; `target` the player it is about."""
+
+    kind: str
+    target: int
+    night: int = 0  # 0: a made-up result
+    roles: tuple[str, ...] = ()  # group: the Investigator's three role names
+    visitor: int | None = None  # visited: who visited `target`
+
+    def phrase(self, name: Namer) -> str:
+        """As the grammar and the prompt write it (no end mark)."""
+        t = name(self.target)
+        if self.kind == "suspicious":
+            return f"{t} is suspicious"
+        if self.kind == "innocent":
+            return f"{t} is not suspicious"
+        if self.kind == "group":
+            return f"{t} could be a {self.roles[0]}, {self.roles[1]}, or {self.roles[2]}"
+        if self.kind == "visited":
+            return f"{name(self.visitor or 0)} visited {t}"
+        return f"the Mafia visited {t}"
+
+    def sentence(self, name: Namer) -> str:
+        """The claim vocabulary's sentence, which every scripted bot reads."""
+        t = name(self.target)
+        if self.kind == "suspicious":
+            return cv.say_suspicious(t)
+        if self.kind == "innocent":
+            return cv.say_innocent(t)
+        if self.kind == "group":
+            return cv.say_group(t, self.roles)
+        if self.kind == "visited":
+            return cv.say_visited(name(self.visitor or 0), t)
+        return cv.say_mafia_visited(t)
+
+    def same_as(self, other: Result) -> bool:
+        return (self.kind, self.target, self.roles, self.visitor) == (
+            other.kind, other.target, other.roles, other.visitor)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a player is accused or defended, taken from the seat's game:
+    `kind` vote | claim | result | will | death | no_claim; `about` the player."""
+
+    kind: str
+    about: int
+    day: int = 0
+    other: int | None = None  # vote: the voted player; will: the dead writer
+    role: str = ""  # claim / death: the role name
+    result: Result | None = None
+
+    def phrase(self, name: Namer) -> str:
+        """Third person, about `about` ("they claimed Doctor")."""
+        if self.kind == "vote":
+            return f"they voted for {name(self.other or 0)} on Day {self.day}"
+        if self.kind == "guilty":
+            return (f"they voted guilty on {name(self.other or 0)}, "
+                    f"who was the {self.role}")
+        if self.kind == "claim":
+            return f"they claimed {self.role}"
+        if self.kind == "death":
+            return f"they claimed {self.role}, but the {self.role} is dead"
+        if self.kind == "will":
+            return f"{name(self.other or 0)}'s will names them"
+        if self.kind == "result" and self.result is not None:
+            return "my result: " + self.result.phrase(name)
+        return "they have not claimed a role"
+
+    def sentence(self, name: Namer) -> str:
+        """As the rendered speech says it (a result in the first person)."""
+        r = self.result
+        if self.kind != "result" or r is None:
+            return self.phrase(name)
+        if r.kind in ("suspicious", "innocent"):
+            return "I checked them and they are " + ("suspicious" if r.kind == "suspicious"
+                                                     else "not suspicious")
+        if r.kind == "group":
+            return f"I checked them: they could be a {r.roles[0]}, {r.roles[1]}, or {r.roles[2]}"
+        if r.kind == "visited" and r.visitor == self.about:
+            return f"I saw them visit {name(r.target)} on Night {r.night}"
+        if r.kind == "visited":
+            return f"I saw {name(r.visitor or 0)} visit them on Night {r.night}"
+        return f"the Mafia visited them on Night {r.night}"
+
+
+# ---- the moves -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One structured statement. `to_dict()` is what the turn record keeps."""
+
+    kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"move": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class ClaimRole(Move):
+    kind: ClassVar[str] = "claim"
+    role: str
+    true: bool = False  # the seat's own role
+
+
+@dataclass(frozen=True)
+class Report(Move):
+    kind: ClassVar[str] = "report"
+    result: Result
+    honest: bool = True  # one of the seat's own results
+    lie: bool = False  # written as `lie ...`: the seat chose to lie
+
+
+@dataclass(frozen=True)
+class Accuse(Move):
+    kind: ClassVar[str] = "accuse"
+    target: int
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class Defend(Move):
+    kind: ClassVar[str] = "defend"
+    target: int
+    reason: Reason
+
+
+@dataclass(frozen=True)
+class VotePlan(Move):
+    kind: ClassVar[str] = "vote_plan"
+    target: int
+
+
+@dataclass(frozen=True)
+class Ask(Move):
+    kind: ClassVar[str] = "ask"
+    target: int
+    topic: str
+
+
+@dataclass(frozen=True)
+class WillMove(Move):
+    kind: ClassVar[str] = "will"
+    role: str
+    true: bool = False
+    results: tuple[Result, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class DeathNoteMove(Move):
+    kind: ClassVar[str] = "death_note"
+    text: str
+
+
+# ---- what the seat knows ---------------------------------------------------------------
+
+def own_results(memory: SeatMemory) -> list[Result]:
+    """The seat's night results, from its own private events."""
+    out: list[Result] = []
+    for e in memory.private_results():
+        d, key = e.get("data", {}), e["key"]
+        t = d.get("target")
+        if not isinstance(t, int):
+            continue
+        if key in SHERIFF_SUSPICIOUS:
+            out.append(Result("suspicious", t, e["day"]))
+        elif key in SHERIFF_INNOCENT:
+            out.append(Result("innocent", t, e["day"]))
+        elif key == "night.investigator" and len(d.get("roles") or ()) == 3:
+            out.append(Result("group", t, e["day"], roles=tuple(d["roles"])))
+        elif key == "night.lookout" and isinstance(d.get("visitor"), int):
+            out.append(Result("visited", t, e["day"], visitor=d["visitor"]))
+        elif key == "night.spy":
+            out.append(Result("mafia_visited", t, e["day"]))
+    return out
+
+
+def game_roles(memory: SeatMemory) -> list[str]:
+    """Role names that can be in this game (its role list, categories
+    expanded), in registry order; every role when the list is unknown."""
+    slots: list[str] = []
+    for e in memory.events:
+        if e["key"] == "game.start":
+            slots = [str(s) for s in e["data"].get("role_list", ())]
+            break
+    keys: set[str] = set()
+    for s in slots:
+        try:
+            keys.update(r.key for r in parse_slot(s.replace("_", " ")).candidates(custom=False))
+        except RoleListError:
+            r = find_role(s)
+            if r is not None:
+                keys.add(r.key)
+    return [r.name for k, r in ROLES.items()
+            if k in keys or (not keys and not r.custom_only)]
+
+
+def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
+    """Role claims made in public chat: slot -> [(day, role name)]."""
+    names = memory.names
+    if not names:
+        return {}
+    order = tuple(names.get(s, f"Player {s}") for s in range(1, max(names) + 1))
+    vocab = cv.vocabulary(order)
+    out: dict[int, list[tuple[int, str]]] = {}
+    for e in memory.events:
+        if e["key"] != "chat.public":
+            continue
+        author = e.get("data", {}).get("author")
+        if not isinstance(author, int):
+            continue
+        for c in vocab.parse(str(e.get("data", {}).get("text", ""))):
+            if c.kind == cv.ROLE and c.role in ROLES:
+                out.setdefault(author, []).append((e["day"], ROLES[c.role].name))
+    return out
+
+
+def reasons(memory: SeatMemory) -> dict[int, list[Reason]]:
+    """For every living player but the seat: reasons taken from the game, in
+    a fixed order (results, wills, deaths, claims, votes; `no_claim` last)."""
+    living = [p["slot"] for p in memory.living() if p["slot"] != memory.slot]
+    out: dict[int, list[Reason]] = {s: [] for s in living}
+    for r in own_results(memory):
+        about = [r.target] + ([r.visitor] if r.visitor is not None else [])
+        for s in about:
+            if s in out:
+                out[s].append(Reason("result", s, r.night, result=r))
+    dead_roles = {p["role"] for p in memory.dead() if p.get("role")}
+    for p in memory.dead():
+        will = str((p.get("death") or {}).get("will") or "")
+        for s in out:
+            if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
+                out[s].append(Reason("will", s, other=p["slot"]))
+    claimed = _claims(memory)
+    for s, said in claimed.items():
+        if s not in out:
+            continue
+        day, role = said[-1]
+        if role in dead_roles and role not in ("Mafioso", "Vigilante", "Veteran"):
+            out[s].append(Reason("death", s, day, role=role))
+        out[s].append(Reason("claim", s, day, role=role))
+    lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
+    guilty: list[int] = []  # guilty verdicts of the current trial (before its outcome)
+    for e in memory.events:
+        d = e.get("data", {})
+        if e["key"] in ("vote.cast", "vote.changed") and d.get("voter") in out \
+                and isinstance(d.get("target"), int):
+            out[d["voter"]].append(Reason("vote", d["voter"], e["day"], other=d["target"]))
+        elif e["key"] == "judge.vote" and d.get("verdict") == "guilty":
+            guilty.append(d.get("voter"))
+        elif e["key"] == "judge.pardon":
+            guilty = []
+        elif e["key"] == "judge.lynch" and isinstance(d.get("accused"), int):
+            dead = lynched.get(e["day"])
+            if dead and dead.get("player") == d["accused"] and dead.get("role"):
+                shown = find_role(str(dead["role"]))
+                for voter in guilty:
+                    if voter in out:
+                        out[voter].append(Reason("guilty", voter, e["day"], other=d["accused"],
+                                                 role=shown.name if shown else str(dead["role"])))
+            guilty = []
+    for s in out:
+        if s not in claimed:
+            out[s].append(Reason("no_claim", s))
+        seen: set[str] = set()
+        unique: list[Reason] = []
+        for why in out[s]:  # one reason per phrase
+            key = why.phrase(lambda x: str(x))
+            if key not in seen:
+                seen.add(key)
+                unique.append(why)
+        out[s] = unique
+    return out
+
+
+# ---- the table: every allowed move, by the text the model writes ---------------------
+
+@dataclass
+class MoveTable:
+    """Every move a seat may make now, keyed by its text (as the grammar
+    writes it, names escaped), grouped into the grammar's choices."""
+
+    speak: dict[str, Move] = field(default_factory=dict)
+    will: dict[str, Move] = field(default_factory=dict)
+    death_note: dict[str, Move] = field(default_factory=dict)
+    # (literal head, options) per speech choice, in prompt order
+    groups: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+
+
+def _shown(memory: SeatMemory) -> Namer:
+    names = memory.names
+    return lambda s: display_name(names.get(s, f"Player {s}"))
+
+
+def _raw(memory: SeatMemory) -> Namer:
+    names = memory.names
+    return lambda s: names.get(s, f"Player {s}")
+
+
+def move_table(memory: SeatMemory) -> MoveTable:
+    """The moves allowed now (see the module docstring)."""
+    name = _shown(memory)
+    table = MoveTable()
+    own_role = str(memory.you.get("role") or "")
+    roles = game_roles(memory)
+    if own_role and own_role not in roles:
+        roles.append(own_role)
+
+    def group(what: str, head: str, items: Mapping[str, Move]) -> None:
+        if not items:
+            return
+        table.groups.append((what, head, tuple(items)))
+        for text, m in items.items():
+            table.speak[head + text] = m
+
+    group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in roles})
+    mine = own_results(memory)
+    latest: dict[str, Result] = {}
+    for r in mine:
+        latest[r.phrase(name)] = r
+    group("report", "report ", {p: Report(r) for p, r in latest.items()})
+    living = [p["slot"] for p in memory.living() if p["slot"] != memory.slot]
+    lies: dict[str, Move] = {}
+    for s in living:
+        for kind in ("suspicious", "innocent"):
+            r = Result(kind, s)
+            lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
+    group("lie", "lie ", lies)
+    why = reasons(memory)
+    for s in living:
+        group("accuse", f"accuse {name(s)}: ",
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ())})
+    for s in living:
+        group("defend", f"defend {name(s)}: ",
+              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
+    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in living})
+    for s in living:
+        group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
+    for r_name in roles:
+        true = r_name == own_role
+        table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
+    for note in DEATH_NOTES:
+        table.death_note[note] = DeathNoteMove(note)
+    return table
+
+
+# ---- grammar ---------------------------------------------------------------------------
+
+def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
+                       table: MoveTable | None = None) -> list[Choice]:
+    """`choices` (the turn's final actions) with free text replaced by moves:
+    `speak` becomes one choice per move group (its literal head, then one of
+    its options), `will` a role to claim, `death_note` one of DEATH_NOTES;
+    `whisper` (free text only) is left out."""
+    table = table or move_table(memory)
+    out: list[Choice] = []
+    for c in choices:
+        if c.tag == "whisper":
+            continue
+        if c.tag == "speak":
+            for _what, head, options in table.groups:
+                out.append(Choice("speak", "final", "move",
+                                  body=(Part("lit", head), Part("opt", options=options))))
+        elif c.tag in ("will", "death_note"):
+            options = tuple(getattr(table, c.tag))
+            out.append(Choice(c.tag, "final", "move", body=(Part("opt", options=options),)))
+        else:
+            out.append(c)
+    return out
+
+
+# ---- parsing and rendering -------------------------------------------------------------
+
+def parse_move(memory: SeatMemory, tag: str, text: str,
+               table: MoveTable | None = None) -> Move:
+    """The move a speech/will/death note action's text stands for. An
+    expression fault (IllegalCommand) when it is not an allowed move (only
+    an unguided backend can write one)."""
+    table = table or move_table(memory)
+    moves: dict[str, Move] = getattr(table, tag)
+    move = moves.get(text.strip())
+    if move is None:
+        heads = sorted({h.split(" ", 1)[0] for _w, h, _o in table.groups}) if tag == "speak" \
+            else sorted(moves)[:8]
+        raise IllegalCommand(f"'{text.strip()[:60]}' is not a move you can make now; "
+                             f"start with one of: {', '.join(heads)}.", "expression")
+    return move
+
+
+def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parsed, Move]:
+    """A parsed speech / will / death-note action whose text is a move ->
+    the same action with the rendered sentence as its text, and the move.
+    The wording is drawn from `seed` (the turn's), so a replayed turn says
+    the same."""
+    move = parse_move(memory, parsed.name, str(parsed.args.get("text", "")))
+    text = render(move, memory.names, random.Random(seed))
+    return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
+
+
+def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None) -> str:
+    """The sentence a move says in the chat (or the will / death note text).
+    Claims and results are the claim vocabulary's sentences; wordings around
+    them come from `talk.py` (picked with `rng`; the first without one)."""
+    rng = rng or random.Random(0)
+
+    def name(s: int | None) -> str:
+        return names.get(s or 0, f"Player {s}")
+
+    if isinstance(move, ClaimRole):
+        return talk.claim_intro(rng, False) + cv.say_role(move.role)
+    if isinstance(move, Report):
+        return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
+    if isinstance(move, Accuse):
+        return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
+    if isinstance(move, Defend):
+        who, why = name(move.target), move.reason.sentence(name)
+        return talk.pick(rng, (f"Leave {who} alone: {why}.",
+                               f"I trust {who} for now; {why}.",
+                               f"Do not lynch {who}. {talk._cap(why)}."))
+    if isinstance(move, VotePlan):
+        return talk.pick(rng, (f"I am voting {name(move.target)} today.",
+                               f"My vote goes to {name(move.target)}."))
+    if isinstance(move, Ask):
+        return QUESTIONS[move.topic].format(name=name(move.target))
+    if isinstance(move, WillMove):
+        lines = [cv.say_role(move.role)]
+        lines += [f"N{r.night}: {r.sentence(name)}" for r in move.results]
+        return "\n".join(lines)
+    if isinstance(move, DeathNoteMove):
+        return move.text
+    raise TypeError(f"not a move: {move!r}")
+
+
+def action_lines(memory: SeatMemory, tag: str, protocol: str = "xml",
+                 table: MoveTable | None = None) -> list[str]:
+    """The prompt's lines for one action as moves: an example of each kind
+    of move (a real option, rotated by seat) and what it may name."""
+    import json
+
+    table = table or move_table(memory)
+
+    def call(text: str) -> str:
+        if protocol == "json":
+            return json.dumps({"action": tag, "args": {"text": text}}, ensure_ascii=False)
+        return f"<{tag}>{text}</{tag}>"
+
+    if tag in ("will", "death_note"):
+        opts = list(getattr(table, tag))
+        if not opts:
+            return []
+        pick = (memory.you.get("role") if tag == "will" and memory.you.get("role") in opts
+                else opts[memory.slot % len(opts)])
+        what = ("replace your last will with a role claim (your own role adds your results)"
+                if tag == "will" else "replace your death note")
+        return [f"{call(str(pick))} - {what}: " + ", ".join(opts)]
+    out: list[str] = []
+    done: set[str] = set()
+    label = {"claim": "claim a role", "report": "tell one of your results",
+            "lie": "tell a made-up result", "accuse": "call for a vote on a player, "
+            "with a reason", "defend": "speak up for a player, with a reason",
+            "vote_plan": "say how you will vote", "ask": "ask a player"}
+    for kind, head, options in table.groups:
+        if kind in ("accuse", "defend", "ask"):
+            continue
+        opt = options[memory.slot % len(options)]
+        out.append(f"{call(head + opt)} - {label[kind]}: " + ", ".join(options))
+    for kind in ("accuse", "defend", "ask"):
+        rows = [(h, o) for k, h, o in table.groups if k == kind]
+        if not rows or kind in done:
+            continue
+        done.add(kind)
+        h, o = rows[memory.slot % len(rows)]
+        out.append(f"{call(h + o[0])} - {label[kind]}:")
+        out += [f"    {h.strip()} " + " | ".join(opts) for h, opts in rows]
+    return out
+
