@@ -89,6 +89,10 @@ def play(
                                                 "openai: its tokenizer folder)."),
     url: str | None = typer.Option(None, help="openai: the server's base URL."),
     protocol: str = typer.Option("xml", help="Model seats' action format: xml or json."),
+    speech: str | None = typer.Option(None, help="Model seats' speech: free (text) or moves "
+                                                 "(structured moves the server renders; "
+                                                 "default: moves for a bundled model, else "
+                                                 "free; with --model-entry, the entry's)."),
     model_seats: int | None = typer.Option(None, help="How many seats (1..N) the model "
                                                       "plays; the rest are scripted."),
     metrics: Path | None = typer.Option(None, help="Write the model seats' metrics and the "
@@ -100,11 +104,14 @@ def play(
 ) -> None:
     """Play one all-AI match and print it as a transcript."""
     config = _config(mode, players, seed, roles)
+    if speech is not None and speech not in ("free", "moves"):
+        raise typer.BadParameter("free or moves", param_hint="--speech")
     model_slots: list[int] = []
     if model_entry is not None:
         from tossim.play_entry import play_entry
 
-        result = play_entry(config, model_entry, models, model_seats, metrics, url, model)
+        result = play_entry(config, model_entry, models, model_seats, metrics, url, model,
+                            speech)
         model_slots = list(range(1, (model_seats or config.players) + 1))
     elif ai == "scripted":
         from tossim.agents.match import play_match
@@ -114,7 +121,7 @@ def play(
             metrics.write_text(json.dumps({"result": result.result, "days": result.days},
                                           indent=1, sort_keys=True) + "\n")
     else:
-        match = _model_match(config, ai, model, url, protocol, model_seats)
+        match = _model_match(config, ai, model, url, protocol, model_seats, speech)
         result = match.result
         model_slots = sorted(match.seats)
         if metrics is not None:
@@ -154,7 +161,7 @@ def _add_quality(path: Path, game: Game, model_slots: list[int]) -> None:
 
 
 def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None,
-                 protocol: str, model_seats: int | None) -> Any:
+                 protocol: str, model_seats: int | None, speech: str | None = None) -> Any:
     """Play a match with model seats, printing one progress line per phase."""
     import asyncio
 
@@ -175,11 +182,15 @@ def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None
                    f"{st.requests} requests, {st.generated_tokens} tokens generated", err=True)
 
     seats = range(1, (model_seats or config.players) + 1)
+    from tossim.catalogue import backend_entry
+    # unset: the backend's built-in entry decides (a bundled model: moves)
+    said = speech or backend_entry(ai, model=model).speech or "free"
 
     async def play() -> Any:
         try:
             return await play_model_match(config, backend, model_seats=seats,
-                                          loop_config=LoopConfig(protocol=protocol),
+                                          loop_config=LoopConfig(protocol=protocol,
+                                                                 speech=said),
                                           on_phase=progress)
         finally:
             await backend.close()  # stop the backend's threads before the process exits

@@ -16,8 +16,10 @@ from tossim.engine.state import GameConfig
 
 
 def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: int | None,
-               metrics: Path | None, url: str | None, model_dir: str | None) -> Any:
-    """Play the match and return its AsyncMatchResult; progress on stderr."""
+               metrics: Path | None, url: str | None, model_dir: str | None,
+               speech: str | None = None) -> Any:
+    """Play the match and return its AsyncMatchResult; progress on stderr.
+    `speech` overrides the entry's (free text or structured moves)."""
     from tossim.agents.entry_match import play_entry_match
     from tossim.inference.base import BackendUnavailable
 
@@ -27,6 +29,9 @@ def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: 
         raise typer.BadParameter(str(exc), param_hint="--models") from None
     except KeyError as exc:
         raise typer.BadParameter(str(exc.args[0]), param_hint="--model-entry") from None
+    if speech == "moves" and entry.backend == "chat":
+        raise typer.BadParameter(f"entry {name!r} is a chat entry: it writes free text",
+                                 param_hint="--speech")
     why = entry.unavailable_reason(openai_url=url)
     if why is not None:
         raise typer.BadParameter(f"entry {name!r} cannot run here: {why}",
@@ -39,7 +44,8 @@ def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: 
     seats = range(1, (model_seats or config.players) + 1)
     try:
         match = asyncio.run(play_entry_match(config, entry, model_seats=seats, openai_url=url,
-                                             model_dir=model_dir, on_phase=progress))
+                                             model_dir=model_dir, on_phase=progress,
+                                             speech=speech))
     except BackendUnavailable as exc:
         raise typer.BadParameter(str(exc), param_hint="--model-entry") from None
     result = match.result

@@ -25,6 +25,7 @@ from tossim.agents.moves import (
     VotePlan,
     WillMove,
     move_table,
+    render,
     speak_move,
     structured_choices,
 )
@@ -156,7 +157,8 @@ def test_a_free_text_seat_still_writes_free_text() -> None:
 
 def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     t = day3_investigator()
-    backend = ScriptedBackend(["<thinking>Ask.</thinking>", "<speak>ask Player 5 about vote</speak>"])
+    backend = ScriptedBackend(["<thinking>Ask.</thinking>",
+                               "<speak>ask Player 5 about vote</speak>"])
     seat = LLMSeat(7, ToolLoop(backend, MOVES))
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
     assert cmds == [Chat(7, "Player 5, who are you voting for today?")]
@@ -251,3 +253,25 @@ def test_random_structured_seats_say_only_sentences_about_real_players(seed: int
     kinds = {type(m).__name__ for m in said}
     assert {"ClaimRole", "Accuse", "Ask", "VotePlan", "WillMove"} <= kinds, kinds
     assert len(said) > 100
+
+
+def test_scripted_bots_understand_what_a_structured_seat_says() -> None:
+    """The renderer speaks the claim vocabulary, so every bot reads a model
+    seat's claims, results and accusations (whatever wording is drawn)."""
+    from tossim.agents import claims as cv
+    from tossim.agents.moves import Reason, Result
+
+    names = {s: f"Player {s}" for s in range(1, 8)}
+    vocab = cv.vocabulary(tuple(names.values()))
+    for seed in range(20):
+        rng = random.Random(seed)
+        said = vocab.parse(render(ClaimRole("Doctor"), names, rng))
+        assert [(c.kind, c.role) for c in said] == [(cv.ROLE, "doctor")]
+        said = vocab.parse(render(Report(Result("suspicious", 4)), names, rng))
+        assert [(c.kind, c.target) for c in said] == [(cv.SUSPICIOUS, 4)]
+        said = vocab.parse(render(Accuse(5, Reason("vote", 5, 2, other=3)), names, rng))
+        assert [(c.kind, c.target) for c in said] == [(cv.ACCUSE, 5)]
+        # a defence, a question or a vote plan is no accusation
+        for m in (Defend(5, Reason("claim", 5, 2, role="Lookout")), Ask(5, "role"),
+                  VotePlan(5)):
+            assert not [c for c in vocab.parse(render(m, names, rng)) if c.kind == cv.ACCUSE]

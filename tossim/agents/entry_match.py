@@ -72,7 +72,7 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
                            model_seats: Iterable[int] | None = None,
                            rounds: dict[str, int] | None = None, max_days: int = 60,
                            openai_url: str | None = None, model_dir: str | None = None,
-                           protocol: str | None = None,
+                           protocol: str | None = None, speech: str | None = None,
                            on_phase: Callable[[int, str], None] | None = None) -> EntryMatch:
     """Play one game: `model_seats` (default all) play `entry`, the rest are
     scripted. Day summaries are written by the entry's model (the token loop's
@@ -81,7 +81,7 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
     book: dict[int, str] = {}
     seats = {s: make_seat_for_entry(entry, s, config.seed, game_id=f"play{config.seed}",
                                     summaries=book, openai_url=openai_url,
-                                    model_dir=model_dir, protocol=protocol)
+                                    model_dir=model_dir, protocol=protocol, speech=speech)
              for s in slots}
     for seat in seats.values():
         backend = getattr(getattr(seat, "loop", None), "backend", None)

@@ -470,16 +470,20 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
 def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
-    them come from `talk.py` (picked with `rng`; the first without one)."""
+    them come from `talk.py`, picked with `rng`. Without one a claim or a
+    result is the plain vocabulary sentence (the scripted bots add their own
+    wording around it) and other moves take their first wording."""
+    plain = rng is None
     rng = rng or random.Random(0)
 
     def name(s: int | None) -> str:
         return names.get(s or 0, f"Player {s}")
 
     if isinstance(move, ClaimRole):
-        return talk.claim_intro(rng, False) + cv.say_role(move.role)
+        return ("" if plain else talk.claim_intro(rng, False)) + cv.say_role(move.role)
     if isinstance(move, Report):
-        return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
+        said = move.result.sentence(name)
+        return said if plain else f"{talk.results_intro(rng)} {said}"
     if isinstance(move, Accuse):
         return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
     if isinstance(move, Defend):

@@ -21,6 +21,7 @@ from typing import Any
 
 from tossim.agents import bot_hints, talk
 from tossim.agents import claims as cv
+from tossim.agents.moves import ClaimRole, Move, Report, Result, WillMove, render
 from tossim.engine.commands import (
     Chat,
     Command,
@@ -120,8 +121,8 @@ class ScriptedBot:
         self.credit: dict[int, float] = {}
         self.group_cache: dict[tuple[str, ...], float] = {}
         self.checked: set[int] = set()
-        self.results: list[str] = []  # will lines
-        self.unshared: list[str] = []  # results not yet said in public
+        self.results: list[Result] = []  # own night results (the will's lines)
+        self.unshared: list[Result] = []  # results not yet said in public
         self.will = ""
         self.claimed = ""  # the role this bot has claimed in public (maybe fake)
         self.cover = ""  # an evil role's made-up Town role
@@ -425,17 +426,21 @@ class ScriptedBot:
         accused = self.accused_me
         self.claimed = self._my_claim()
         self.accused_me = False
-        text = talk.claim_intro(self.rng, accused) + cv.say_role(ROLES[self.claimed].name)
+        text = talk.claim_intro(self.rng, accused) + self._say(ClaimRole(ROLES[self.claimed].name))
         if self.unshared and self.claimed == self.role:
-            text += f" {talk.results_intro(self.rng)} " + " ".join(self.unshared)
+            text += f" {talk.results_intro(self.rng)} " + " ".join(
+                self._say(Report(r)) for r in self.unshared)
             self.unshared = []
         return text
 
+    def _say(self, move: Move) -> str:
+        """A claim, result or will through the model seats' renderer (moves.py),
+        in its plain vocabulary form (no RNG: the bot draws its own wording)."""
+        return render(move, dict(enumerate(self.names, start=1)))
+
     def _will_cmd(self) -> list[Command]:
-        text = cv.say_role(ROLES[self.role].name)
-        if self.results:
-            text += "\n" + "\n".join(self.results[-8:])
-        text = text[:400]
+        role = ROLES[self.role].name
+        text = self._say(WillMove(role, True, tuple(self.results[-8:])))[:400]
         if text == self.will:
             return []
         self.will = text
@@ -646,8 +651,7 @@ class ScriptedBot:
                 return self._claim_text()
             if self.unshared and role in KEY_CLAIMS:
                 worth = self.accused_me or any(
-                    "is suspicious!" in r or "visited" in r or "could be" in r
-                    for r in self.unshared)
+                    r.kind in ("suspicious", "visited", "group") for r in self.unshared)
                 if worth:
                     return self._claim_text()
             if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed \
@@ -803,7 +807,7 @@ class ScriptedBot:
         text = self._claim_text()
         if self.results and self.claimed == self.role:
             text += f" {talk.results_intro(self.rng)} " + " ".join(
-                r.split(": ", 1)[-1] for r in self.results[-3:])
+                self._say(Report(r)) for r in self.results[-3:])
         if self.good_vote is not None and self.rng.random() < 0.5:
             text += " " + talk.plea_with_vote(self.rng, self._name(self.good_vote))
         text += " " + talk.defence(self.rng)
@@ -896,7 +900,7 @@ class ScriptedBot:
 
     def _jail_claim(self) -> str:
         claim = self._my_claim()
-        return cv.say_role(ROLES[claim].name)
+        return self._say(ClaimRole(ROLES[claim].name))
 
     def _investigate(self, action: LegalAction) -> tuple[int, ...] | None:
         s = self.sus()
@@ -1169,10 +1173,9 @@ def _on_sheriff(suspicious: bool) -> Callable[[ScriptedBot, dict[str, Any]], Non
         b.own[t] = b.own.get(t, 0.0) + (2.0 if suspicious else -0.8)
         if suspicious:
             b.checked_sus.add(t)
-        name = b._name(t)
-        line = cv.say_suspicious(name) if suspicious else cv.say_innocent(name)
-        b.results.append(f"N{b.ev_day}: {line}")
-        b.unshared.append(line)
+        r = Result("suspicious" if suspicious else "innocent", t, b.ev_day)
+        b.results.append(r)
+        b.unshared.append(r)
     return handle
 
 
@@ -1180,24 +1183,24 @@ def _on_investigator(b: ScriptedBot, d: dict[str, Any]) -> None:
     t = d["target"]
     roles = tuple(d["roles"])
     b.own_groups[t] = roles
-    line = cv.say_group(b._name(t), roles)
-    b.results.append(f"N{b.ev_day}: {line}")
-    b.unshared.append(line)
+    r = Result("group", t, b.ev_day, roles=roles)
+    b.results.append(r)
+    b.unshared.append(r)
 
 
 def _on_lookout(b: ScriptedBot, d: dict[str, Any]) -> None:
     visitor, house = d.get("visitor"), d.get("target")
     if not isinstance(visitor, int) or not isinstance(house, int):
         return
-    line = cv.say_visited(b._name(visitor), b._name(house))
-    b.results.append(f"N{b.ev_day}: {line}")
-    b.unshared.append(line)
+    r = Result("visited", house, b.ev_day, visitor=visitor)
+    b.results.append(r)
+    b.unshared.append(r)
 
 
 def _on_spy(b: ScriptedBot, d: dict[str, Any]) -> None:
     t = d.get("target")
     if isinstance(t, int):
-        b.results.append(f"N{b.ev_day}: {cv.say_mafia_visited(b._name(t))}")
+        b.results.append(Result("mafia_visited", t, b.ev_day))
 
 
 def _on_mafia_chosen(b: ScriptedBot, d: dict[str, Any]) -> None:
