@@ -275,3 +275,29 @@ def test_scripted_bots_understand_what_a_structured_seat_says() -> None:
         for m in (Defend(5, Reason("claim", 5, 2, role="Lookout")), Ask(5, "role"),
                   VotePlan(5)):
             assert not [c for c in vocab.parse(render(m, names, rng)) if c.kind == cv.ACCUSE]
+
+
+@pytest.mark.parametrize("protocol", ["xml", "json"])
+def test_a_move_cut_off_by_max_tokens_is_completed_to_an_allowed_move(protocol: str) -> None:
+    from tossim.agents.grammar import choice_parts, parts_regex, walk
+
+    m = day3_investigator().memories[7]
+    for c in structured_choices(m, turn_choices(m.legal, m.names)):
+        parts = choice_parts(c, protocol)
+        rx = re.compile(parts_regex(parts, protocol))
+        sample = "".join(p.value if p.kind == "lit" else p.options[-1] for p in parts)
+        assert rx.fullmatch(sample), sample
+        for i in range(0, len(sample), 3):
+            w = walk(parts, sample[:i], protocol)
+            assert w is not None and not w.complete, sample[:i]
+            assert rx.fullmatch(sample[:i] + w.suffix), (sample[:i], w.suffix)
+
+
+def test_a_move_cut_off_in_a_turn_still_says_a_whole_sentence() -> None:
+    from dataclasses import replace
+
+    r = run(["<thinking>Vote.</thinking>", "<speak>will vote Player 4</speak>"],
+            replace(MOVES, action_tokens=20))  # cut after "<speak>will vote Pla"
+    assert r.stats.truncated == 1
+    assert isinstance(r.move, VotePlan) and r.move.target == 1  # the first name that fits
+    assert isinstance(r.command, Chat) and "Player 1" in r.command.text

@@ -545,6 +545,6 @@ def action_lines(memory: SeatMemory, tag: str, protocol: str = "xml",
         done.add(kind)
         h, o = rows[memory.slot % len(rows)]
         out.append(f"{call(h + o[0])} - {label[kind]}:")
-        out += [f"    {h.strip()} " + " | ".join(opts) for h, opts in rows]
+        out += [f"{h.strip()} " + " | ".join(opts) for h, opts in rows]
     return out
 

@@ -772,7 +772,8 @@ class ActorHub:
         lobby = dict(row.lobby)
         lobby["seats"] = [
             {"slot": s.slot, "kind": s.kind, "backend": s.backend, "model": s.model,
-             "persona": s.persona, "protocol": s.protocol, "claimed": s.claimed}
+             "persona": s.persona, "protocol": s.protocol, "claimed": s.claimed,
+             "speech": (row.lobby.get("speech") or {}).get(str(s.slot))}
             for s in row.seats
         ]
         actor = GameActor(game_id, GameConfig.from_dict(row.config), lobby, self.store,

@@ -74,6 +74,9 @@ class SeatSpec(Strict):
     persona: str | None = Field(default=None, max_length=40)
     # xml or json (default: the entry's protocol; chat entries always use json)
     protocol: Literal["xml", "json"] | None = None
+    # free text or structured speech moves (default: the entry's `speech`;
+    # docs/agents.md#speech-moves); kept in the lobby document by slot
+    speech: Literal["free", "moves"] | None = None
 
     @field_validator("persona")
     @classmethod
@@ -284,9 +287,22 @@ def check_seats(seats: list[SeatSpec], players: int, speed: str,
     for s in seats:
         if s.kind == "ai":
             entries[s.slot] = seat_entry(s, settings)
-        elif s.model is not None:
-            raise ServiceError(422, "a human seat takes no `model`", ("body", "seats", "model"))
+            if s.speech is not None and entries[s.slot].backend in ("scripted", "chat"):
+                raise ServiceError(422, f"seat {s.slot}: `speech` is for model seats on "
+                                        "local, vllm or openai (a chat entry writes free "
+                                        "text)", ("body", "seats", "speech"))
+        elif s.model is not None or s.speech is not None:
+            raise ServiceError(422, "a human seat takes no `model` or `speech`",
+                               ("body", "seats", "model" if s.model else "speech"))
     return entries
+
+
+def seat_speech(current: dict[str, Any], seats: list[SeatSpec]) -> dict[str, str]:
+    """The lobby document's `speech` (slot -> free | moves) after `seats`
+    are set: a seat given again keeps only what it says now."""
+    out = {k: v for k, v in current.items() if int(k) not in {s.slot for s in seats}}
+    out.update({str(s.slot): s.speech for s in seats if s.speech is not None})
+    return out
 
 
 async def create_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
@@ -335,6 +351,8 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         first.name, first.claimed, first.token_hash = spec.name, True, token_hash(seat_token)
     lobby: dict[str, Any] = {"speed": spec.speed, "demo": demo,
                              "owner_hash": token_hash(owner_token)}
+    if speech := seat_speech({}, spec.seats):
+        lobby["speech"] = speech
     if humans:
         lobby["fair_deal"] = True
     await store.create_game(game_id, config.to_dict(), lobby, seats)
@@ -375,7 +393,12 @@ async def update_lobby(store: Store, game_id: str, body: LobbySettingsIn,
                      protocol=s.protocol or (entries[s.slot].protocol if s.slot in entries
                                              else "xml"))
              for s in body.seats]
-    if not await store.update_lobby(game_id, {**row.lobby, "speed": speed}, seats):
+    doc = {**row.lobby, "speed": speed}
+    if speech := seat_speech(dict(row.lobby.get("speech") or {}), body.seats):
+        doc["speech"] = speech
+    else:
+        doc.pop("speech", None)
+    if not await store.update_lobby(game_id, doc, seats):
         raise ServiceError(409, "this game has already started")
     return await get_row(store, game_id)
 

@@ -66,5 +66,5 @@ async def get_turns(game_id: str, request: Request,
     if not service.privileged_allowed(row):
         raise HTTPException(403, "model seats' turns are offered for all-AI or finished games")
     turns = await store.turns(game_id, slot)
-    return {"turns": [{k: t.get(k) for k in ("slot", "seq", "day", "phase", "steps", "action")}
-                      for t in turns]}
+    keys = ("slot", "seq", "day", "phase", "steps", "action", "move")
+    return {"turns": [{k: t.get(k) for k in keys} for t in turns]}
