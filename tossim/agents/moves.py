@@ -353,18 +353,13 @@ class MoveTable:
     speak: dict[str, Move] = field(default_factory=dict)
     will: dict[str, Move] = field(default_factory=dict)
     death_note: dict[str, Move] = field(default_factory=dict)
-    # (literal head, options) per speech choice, in prompt order
+    # (move kind, literal head, options) per speech choice, in prompt order
     groups: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def _shown(memory: SeatMemory) -> Namer:
     names = memory.names
     return lambda s: display_name(names.get(s, f"Player {s}"))
-
-
-def _raw(memory: SeatMemory) -> Namer:
-    names = memory.names
-    return lambda s: names.get(s, f"Player {s}")
 
 
 def move_table(memory: SeatMemory) -> MoveTable:
