@@ -163,6 +163,21 @@ def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
     assert cmds == [Chat(7, "Player 5, who are you voting for today?")]
     assert seat.turn_log[-1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
+    assert seat.metrics_dict()["moves"] == {"ask": 1}
+
+
+def test_seat_metrics_count_claims_lies_and_accusations() -> None:
+    from tossim.agents.llm_seat import AgentMetrics
+
+    metrics = AgentMetrics()
+    for out in ("<speak>claim Sheriff</speak>", "<speak>claim Investigator</speak>",
+                "<speak>lie Player 5 is suspicious</speak>",
+                "<speak>accuse Player 6: they have not claimed a role</speak>"):
+        metrics.add(run(["<thinking>Go.</thinking>", out]))
+    assert metrics.to_dict()["moves"] == {"accuse": 1, "claim": 2, "false_claim": 1,
+                                          "lie": 1, "report": 1}
+    again = AgentMetrics.from_fields(dict(vars(metrics)))  # as a worker reports them
+    assert again.moves == metrics.moves
 
 
 def test_catalogue_speech_defaults_and_choices() -> None:

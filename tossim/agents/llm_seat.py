@@ -41,6 +41,8 @@ class AgentMetrics:
     faults: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     max_seconds: float = 0.0
+    # speech moves said, by kind (plus lie, false_claim): docs/agents.md#speech-moves
+    moves: dict[str, int] = field(default_factory=dict)
 
     def add(self, r: TurnResult) -> None:
         s = r.stats
@@ -60,13 +62,16 @@ class AgentMetrics:
             self.faults[k] = self.faults.get(k, 0) + n
         self.seconds += s.seconds
         self.max_seconds = max(self.max_seconds, s.seconds)
+        for k in r.move.counts() if r.move is not None else ():
+            self.moves[k] = self.moves.get(k, 0) + 1
 
     def merge(self, other: AgentMetrics) -> None:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
                      "malformed", "forced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults)):
+        for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
+                             (self.moves, other.moves)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
         self.seconds += other.seconds
@@ -109,6 +114,7 @@ class AgentMetrics:
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
             "mean_turn_seconds": round(self.seconds / turns, 3),
             "max_turn_seconds": round(self.max_seconds, 3),
+            "moves": dict(sorted(self.moves.items())),
         }
 
 

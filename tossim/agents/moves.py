@@ -165,6 +165,14 @@ class Move:
     def to_dict(self) -> dict[str, Any]:
         return {"move": self.kind, **asdict(self)}
 
+    def counts(self) -> tuple[str, ...]:
+        """What the seat metrics count for this move: its kind, plus `lie`
+        for a result the seat chose to make up and `false_claim` for a claim
+        of a role that is not the seat's."""
+        extra = (("lie",) if isinstance(self, Report) and self.lie else ()) + (
+            ("false_claim",) if isinstance(self, ClaimRole) and not self.true else ())
+        return (self.kind, *extra)
+
 
 @dataclass(frozen=True)
 class ClaimRole(Move):
