@@ -316,3 +316,17 @@ def test_a_move_cut_off_in_a_turn_still_says_a_whole_sentence() -> None:
     assert r.stats.truncated == 1
     assert isinstance(r.move, VotePlan) and r.move.target == 1  # the first name that fits
     assert isinstance(r.command, Chat) and "Player 1" in r.command.text
+
+
+def test_a_long_will_keeps_the_newest_results_within_the_limit() -> None:
+    from tossim.agents.moves import Result
+    from tossim.engine.state import MAX_WILL
+
+    names = {s: f"Player {s}" for s in range(1, 16)}
+    results = tuple(Result("group", 4 + n % 9, n, roles=("Vigilante", "Veteran", "Mafioso"))
+                    for n in range(1, 9))
+    text = render(WillMove("Investigator", True, results), names)
+    assert len(text) <= MAX_WILL
+    lines = text.split("\n")
+    assert lines[0] == "I am the Investigator." and lines[-1].startswith("N8: ")
+    assert all(line.endswith("Mafioso.") for line in lines[1:])  # whole lines only

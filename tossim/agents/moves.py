@@ -46,6 +46,7 @@ from tossim.agents.protocols import Parsed
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.role_lists import RoleListError, parse_slot
 from tossim.engine.roles import ROLES, find_role
+from tossim.engine.state import MAX_WILL
 
 SPEECH_MODES = ("free", "moves")
 SPEECH_TAGS = ("speak", "will", "death_note")  # the actions a move replaces
@@ -500,9 +501,10 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     if isinstance(move, Ask):
         return QUESTIONS[move.topic].format(name=name(move.target))
     if isinstance(move, WillMove):
-        lines = [cv.say_role(move.role)]
-        lines += [f"N{r.night}: {r.sentence(name)}" for r in move.results]
-        return "\n".join(lines)
+        results = [f"N{r.night}: {r.sentence(name)}" for r in move.results]
+        while results and len("\n".join([cv.say_role(move.role), *results])) > MAX_WILL:
+            results.pop(0)  # the oldest results go first: a will holds 400 characters
+        return "\n".join([cv.say_role(move.role), *results])
     if isinstance(move, DeathNoteMove):
         return move.text
     raise TypeError(f"not a move: {move!r}")
