@@ -601,7 +601,8 @@ class RemoteSeat:
         self.game_id, self.slot, self.seed = game_id, slot, seed
         self.backend = str(spec.get("backend"))
         self.spec = {"backend": self.backend, "persona": spec.get("persona"),
-                     "protocol": spec.get("protocol") or "xml"}
+                     "protocol": spec.get("protocol") or "xml",
+                     "speech": spec.get("speech") or "free"}
         if spec.get("entry"):  # the catalogue entry: the worker applies its sampling
             self.spec.update(entry=spec["entry"], sampling=dict(spec.get("sampling") or {}))
         self.summaries = summaries
