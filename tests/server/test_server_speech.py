@@ -63,3 +63,22 @@ async def test_lobby_refuses_speech_where_it_cannot_apply(server_factory: Server
     r = await c.post("/api/lobbies", json={"players": 7, "seats": [
         {"slot": 1, "backend": "local", "speech": "poetry"}]})
     assert r.status_code == 422
+
+
+def test_a_seat_on_an_inference_worker_plays_its_speech() -> None:
+    """The server sends the seat's speech in the decide frame, and the worker
+    builds the seat with it (docs/api.md#inference-workers)."""
+    from agents.fake_backend import ScriptedBackend
+
+    from tossim.inference.worker import Worker
+    from tossim.server.workers import RemoteSeat
+
+    sent = RemoteSeat(None, "g1", 3, 7, {"backend": "local", "speech": "moves"},  # type: ignore[arg-type]
+                      {}).spec
+    assert sent["speech"] == "moves"
+    worker = Worker("http://127.0.0.1:9", "local", ScriptedBackend([]))
+    seat = worker.make_seat({"slot": 3, "seed": 7, "game": "g1", "spec": sent}, {})
+    assert seat.loop.config.speech == "moves"
+    old = {k: v for k, v in sent.items() if k != "speech"}  # a server before speech moves
+    assert worker.make_seat({"slot": 3, "seed": 7, "game": "g1", "spec": old},
+                            {}).loop.config.speech == "free"
