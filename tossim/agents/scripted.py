@@ -32,15 +32,9 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
-from tossim.engine.roles import ROLES, Faction, find_role
+from tossim.engine.roles import ROLES, Faction, cover_claims, find_role, threat
 from tossim.engine.view import View
 
-# How evil each role is from the Town's point of view (Neutral Evil roles are
-# not enemies, but lynching them does not help the Town either).
-EVIL: dict[str, float] = {
-    "godfather": 1.0, "mafioso": 1.0, "framer": 1.0, "serial_killer": 1.0,
-    "jester": 0.5, "executioner": 0.5,
-}
 KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
 # Town roles whose visit to a player who then died is no sign of guilt (a Doctor's
 # or Bodyguard's would have saved a player from an ordinary attack).
@@ -48,22 +42,16 @@ VISITING_TOWN = frozenset({"sheriff", "investigator", "escort", "lookout", "tran
                            "vigilante"})
 REVIVE_ORDER = ("jailor", "sheriff", "investigator", "doctor", "lookout", "escort",
                 "vigilante", "bodyguard", "transporter", "spy", "medium", "mayor", "veteran")
-# Town roles a Mafia member or Serial Killer may pretend to be, by its own role:
-# the first fits its Investigator group, so an Investigator cannot catch the lie.
-FAKE_CLAIMS: dict[str, tuple[str, ...]] = {
-    "mafioso": ("vigilante", "veteran"),
-    "godfather": ("bodyguard",),
-    "serial_killer": ("doctor",),
-}
-FAKE_FALLBACK = ("lookout", "escort", "doctor", "medium", "transporter", "spy", "bodyguard")
-
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
+CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
+CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
+DRAW_WATCH_DAY = 6  # from here on a day without deaths brings a draw by time closer
 
 
 def _possible_roles(role_list: list[str]) -> frozenset[str]:
@@ -80,11 +68,19 @@ def _possible_roles(role_list: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _enemy(role: str) -> bool:
+    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts)."""
+    r = ROLES.get(role)
+    return r is not None and threat(r) >= 1.0
+
+
 def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
-    keys = [r.key for n in roles if (r := find_role(n)) is not None and r.key in possible]
+    """How bad an Investigator's result is: the mean threat of the roles in it
+    that this game can deal (a "don't lynch" role counts as harmless here)."""
+    keys = [r for n in roles if (r := find_role(n)) is not None and r.key in possible]
     if not keys:
         return 0.0
-    return sum(EVIL.get(k, 0.0) for k in keys) / len(keys)
+    return sum(max(0.0, threat(r)) for r in keys) / len(keys)
 
 
 def _legal(obs: View) -> dict[str, LegalAction]:
@@ -132,6 +128,7 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
         self.team_target: int | None = None
         self.night_kills: set[int] = set()  # kill targets chosen last night (own or team)
         self.failed: dict[int, int] = {}  # kill targets that survived, and how often
@@ -144,6 +141,7 @@ class ScriptedBot:
         self.claim_round = False  # the town has been asked to claim
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
+        self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
         self.marks: dict[int, list[tuple[str, int, str]]] = {}
         self.news: list[tuple[str, int, str]] = []  # (dawn|lynch, slot, role) to react to
@@ -182,6 +180,8 @@ class ScriptedBot:
             for s in sorted(self.alive - alive):
                 role = find_role(roster[s - 1]["role"] or "")
                 self._on_death(s, role.key if role else "")
+            if self.alive - alive:
+                self.last_death_day = obs.day
             self.alive = alive
         handlers = _HANDLERS
         for ev in obs.events:
@@ -208,7 +208,7 @@ class ScriptedBot:
 
     def _on_death(self, slot: int, role: str) -> None:
         self.dead_role[slot] = role
-        evil = EVIL.get(role, 0.0) >= 1.0
+        evil = _enemy(role)
         for src, kind, target, _w, _x in self.reports:
             if target != slot or src == slot:
                 continue
@@ -242,6 +242,9 @@ class ScriptedBot:
             if kind == cv.NO_CLAIM:
                 self.own[src] = self.own.get(src, 0.0) + 0.3
                 self.refused.add(src)
+                continue
+            if kind == cv.BEG:
+                self.begged[src] = day
                 continue
             if c.target is None or kind == cv.MAFIA_VISITED:
                 continue
@@ -287,7 +290,7 @@ class ScriptedBot:
         claim = self.claims.get(src)
         if src in self.dead_role:
             dead = self.dead_role[src]
-            if EVIL.get(dead, 0.0) >= 1.0:
+            if _enemy(dead):
                 return 0.0
             return 1.0 if claim is None or claim == dead else 0.0
         if src in self.revealed:
@@ -358,7 +361,7 @@ class ScriptedBot:
         for p, c in self.claims.items():
             if p not in s or p in self.revealed:
                 continue
-            if EVIL.get(c, 0.0) >= 1.0:
+            if _enemy(c):
                 s[p] += 3.0
             elif c in dead_roles:
                 s[p] += 1.5 if ROLES[c].unique else 0.8
@@ -411,14 +414,18 @@ class ScriptedBot:
         if ROLES[role].faction is Faction.TOWN:
             return role
         if not self.cover:  # chosen once, so the story never changes
+            # a role of its own Investigator group, so a result cannot catch
+            # the lie; else any Town role this game may have that nobody took
             taken = set(self.claims.values()) | set(self.dead_role.values())
-            options = [r for r in FAKE_CLAIMS.get(role, ())
+            options = [r for r in cover_claims(ROLES[role])
                        if r not in taken and r in self.possible]
             if options:
                 self.cover = options[0]
             else:
-                options = [r for r in FAKE_FALLBACK if r not in taken and r in self.possible]
-                self.cover = self.rng.choice(options or list(FAKE_FALLBACK))
+                common = [r.key for r in ROLES.values() if r.faction is Faction.TOWN
+                          and not r.unique and not r.custom_only and r.key in self.possible]
+                options = [r for r in common if r not in taken] or common
+                self.cover = self.rng.choice(options or ["doctor"])
         return self.cover
 
     def _claim_text(self) -> str:
@@ -486,7 +493,7 @@ class ScriptedBot:
         kind, slot, role = news[self.rng.randrange(len(news))]
         name, rname = self._name(slot), ROLES[role].name if role in ROLES else "unknown"
         # in public everyone speaks as the Town would, the Mafia included
-        evil = EVIL.get(role, 0.0) >= 1.0
+        evil = _enemy(role)
         if kind == "lynch":
             return talk.lynch_reaction(self.rng, name, rname, evil)
         text = talk.death_reaction(self.rng, name, rname, not evil)
@@ -603,11 +610,18 @@ class ScriptedBot:
         self._call(self.slot, t, self.day)
         return talk.accuse(self.rng, self._name(t), why)
 
+    def _draw_near(self) -> bool:
+        """Nobody died yesterday or today late in the game: without a lynch the
+        game may end in a draw by time (docs/rules.md), so the Town presses on
+        whoever it suspects most."""
+        return self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1
+
     def _put_up(self, s: dict[int, float]) -> str:
         """A quiet day (nobody has called for a vote yet): some Town players
         put the quietest player without a claim on the stand, to hear a claim
         (the defence is evidence too)."""
-        if (self.calls_day == self.day and self.calls) or self.rng.random() >= PUT_UP_P:
+        if (self.calls_day == self.day and self.calls) or (
+                self.rng.random() >= PUT_UP_P and not self._draw_near()):
             return ""
         quiet = [p for p in sorted(s) if p not in self.claims and p not in self.revealed
                  and s[p] >= -0.1]
@@ -730,7 +744,7 @@ class ScriptedBot:
             tally[t] = tally.get(t, 0) + 1
         if role == "executioner" and self.exe_target in cands:
             return self.exe_target
-        endgame = len(self.alive) <= 4
+        endgame = len(self.alive) <= 4 or self._draw_near()
         if role == "jester":
             wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
             return wagon[0] if wagon and self.rng.random() < 0.5 else None
@@ -821,6 +835,10 @@ class ScriptedBot:
         return out
 
     def _verdict(self, accused: int) -> str:
+        """How this bot judges the accused: on what it knows and on the
+        defence. A Town bot lynches on evidence, or an accused who gives no
+        defence; it pardons an uncontested Town claim and a player who dares
+        the Town to lynch them (a Jester wins by being lynched)."""
         role = self.role
         if role == "executioner":
             return "guilty" if accused == self.exe_target else "abstain"
@@ -833,14 +851,19 @@ class ScriptedBot:
         if accused in self.revealed:
             return "innocent"
         s = self.sus().get(accused, 0.0)
-        if s >= GUILTY_AT:
-            return "guilty"
-        if s <= -0.3:
-            return "innocent"
+        if self.begged.get(accused) == self.day and s < 3.5:
+            return "innocent"  # begging for the rope: too good for a Jester
         claim = self.claims.get(accused)
-        if s < 0.1 and claim is not None and ROLES[claim].faction is Faction.TOWN:
-            return "innocent"  # an uncontested Town claim and nothing against it
-        return "abstain"
+        if claim is None:
+            return "guilty"  # no role, no defence: the Town cannot clear them
+        dead_roles, claimants = self._claim_stats()
+        r = ROLES[claim]
+        if r.faction is not Faction.TOWN or (r.unique and claim in dead_roles):
+            return "guilty"  # claims an evil role, or a unique role already dead
+        contested = (claim in dead_roles or claimants.get(claim, 0) > 1
+                     or (claim == self.role and ROLES[self.role].unique))
+        # an uncontested Town claim needs real evidence (a result, a caught lie)
+        return "guilty" if s >= (CONTESTED_AT if contested else CLEAR_CLAIM_AT) else "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
         return []
@@ -1142,7 +1165,7 @@ def _on_lynch(b: ScriptedBot, d: dict[str, Any]) -> None:
         return
     b.news.append(("lynch", slot, role.key))
     town = role.faction is Faction.TOWN
-    evil = EVIL.get(role.key, 0.0) >= 1.0
+    evil = _enemy(role.key)
     for voter, verdict in b.verdicts.items():
         if voter == b.slot:
             if evil and verdict == "guilty":

@@ -164,7 +164,7 @@ def plea_with_vote(rng: random.Random, voted: str) -> str:
 def jester_defence(rng: random.Random) -> str:
     return pick(rng, ("Maybe I am, maybe I am not. Go ahead.",
                       "Lynch me then, see what happens.",
-                      "You have no proof of anything."))
+                      "You have no proof of anything. Go ahead, vote me."))
 
 
 def death_reaction(rng: random.Random, name: str, role: str, mine: bool) -> str:
