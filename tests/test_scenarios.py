@@ -265,3 +265,21 @@ def test_start_that_cannot_be_reached_quietly() -> None:
 def test_missing_path_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         run_paths([tmp_path / "nope.yaml"])
+
+
+def test_a_deal_check_that_stops_early_does_not_claim_roles_were_never_dealt(
+        tmp_path: Path) -> None:
+    """After five broken deals the check stops; the seeds it did not deal say
+    nothing about which roles are never dealt."""
+    text = ("name: classic with one town member\n"
+            "deal: {mode: classic, seeds: 300}\n"
+            "expect:\n"
+            "  factions: {town: 1}\n"
+            "  sometimes: [Spy, Retributionist, Transporter, Veteran, Vigilante]\n")
+    (result,) = run_paths([_write(tmp_path, text)])
+    assert not result.passed
+    assert [f.split(": ", 2)[1] for f in result.failures[:5]] == [
+        f"seed {s}" for s in range(5)]
+    assert not any("never dealt" in f for f in result.failures), result.failures
+    assert result.failures[5].endswith(
+        "stopped after 5 problems at seed 4; `sometimes` was not checked")
