@@ -283,3 +283,15 @@ def test_a_deal_check_that_stops_early_does_not_claim_roles_were_never_dealt(
     assert not any("never dealt" in f for f in result.failures), result.failures
     assert result.failures[5].endswith(
         "stopped after 5 problems at seed 4; `sometimes` was not checked")
+
+
+def test_every_scenario_named_in_the_rules_doc_exists() -> None:
+    """docs/rules.md lists each rule sentence beside the scenarios that prove
+    it (`file.yaml::name`); a renamed or deleted scenario must not leave the
+    list claiming coverage it no longer has."""
+    doc = (Path(__file__).parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    refs = re.findall(r"`([a-z_]+\.yaml)::([^`]+)`", doc)
+    assert len(refs) > 100
+    known = {(Path(sc.file).name, sc.name) for sc in ALL}
+    missing = [f"{f}::{n}" for f, n in refs if (f, n) not in known]
+    assert not missing, missing
