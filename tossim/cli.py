@@ -343,8 +343,9 @@ def bench_engine(
 ) -> None:
     """Complete games of one mode with scripted bots on one core: games/s and
     events/s, with an engine-only replay of the same command logs as the
-    baseline, and the winner distribution."""
+    baseline, and the winner distribution with 95% Wilson intervals."""
     from tossim.agents.match import play_match
+    from tossim.bench_engine import Outcomes, report_lines
     from tossim.engine.modes import get_mode
 
     _pin_one_core()
@@ -353,6 +354,7 @@ def bench_engine(
     logs: list[tuple[GameConfig, list[dict[str, Any]]]] = []
     events = 0
     results: Counter[str] = Counter()
+    outcomes = Outcomes()
     gc.collect()
     t0 = time.perf_counter()
     for c in configs:
@@ -360,6 +362,7 @@ def bench_engine(
         events += len(game.events)
         logs.append((c, game.commands))  # keep the logs, not the games
         results[game.result or "unfinished"] += 1  # an exception stops the bench
+        outcomes.add(game)
         for w in game.winners:
             if game.player(w).spec.win in ("jester", "executioner"):
                 results[f"co-win {game.player(w).original_role}->{game.player(w).role}"] += 1
@@ -379,6 +382,8 @@ def bench_engine(
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
+    for line in report_lines(outcomes):
+        typer.echo(line)
 
 
 @bench_app.command("pacing")
