@@ -14,8 +14,10 @@ from tossim.engine.legal import LegalAction
 from tossim.engine.roles import GROUP_OF, ROLES, Faction, cover_claims, threat
 from tossim.engine.roles import registry as reg
 
+NOT_TOWN = sorted(k for k, r in ROLES.items() if r.faction is not Faction.TOWN)
 
-@pytest.mark.parametrize("key", sorted(k for k, r in ROLES.items() if r.faction is not Faction.TOWN))
+
+@pytest.mark.parametrize("key", NOT_TOWN)
 def test_every_cover_claim_hides_in_the_roles_investigator_group(key: str) -> None:
     role = ROLES[key]
     for cover in cover_claims(role):

@@ -129,6 +129,7 @@ class ScriptedBot:
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
         self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
+        self.draw_warned = 0  # the day the game warned of a draw by time tomorrow
         self.team_target: int | None = None
         self.night_kills: set[int] = set()  # kill targets chosen last night (own or team)
         self.failed: dict[int, int] = {}  # kill targets that survived, and how often
@@ -611,10 +612,12 @@ class ScriptedBot:
         return talk.accuse(self.rng, self._name(t), why)
 
     def _draw_near(self) -> bool:
-        """Nobody died yesterday or today late in the game: without a lynch the
-        game may end in a draw by time (docs/rules.md), so the Town presses on
-        whoever it suspects most."""
-        return self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1
+        """Nobody died yesterday or today late in the game, or the game warned
+        that it ends in a draw tomorrow: without a lynch the game may end in a
+        draw by time (docs/rules.md), so the Town presses on whoever it
+        suspects most."""
+        return self.draw_warned == self.day or (
+            self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1)
 
     def _put_up(self, s: dict[int, float]) -> str:
         """A quiet day (nobody has called for a vote yet): some Town players
@@ -862,8 +865,12 @@ class ScriptedBot:
             return "guilty"  # claims an evil role, or a unique role already dead
         contested = (claim in dead_roles or claimants.get(claim, 0) > 1
                      or (claim == self.role and ROLES[self.role].unique))
-        # an uncontested Town claim needs real evidence (a result, a caught lie)
-        return "guilty" if s >= (CONTESTED_AT if contested else CLEAR_CLAIM_AT) else "innocent"
+        # an uncontested Town claim needs real evidence (a result, a caught lie);
+        # with a draw by time near, a lynch on slighter grounds beats none
+        at = CONTESTED_AT if contested else CLEAR_CLAIM_AT
+        if self._draw_near():
+            at /= 2
+        return "guilty" if s >= at else "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
         return []
@@ -1126,6 +1133,10 @@ def _on_discussion(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.night_kills = set()
 
 
+def _on_draw_warning(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.draw_warned = b.ev_day
+
+
 def _on_night(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.votes = {}
     b.my_vote = None
@@ -1242,6 +1253,7 @@ def _on_new_night(b: ScriptedBot, d: dict[str, Any]) -> None:
 _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "game.start": _on_start,
     "chat.public": _on_chat,
+    "dawn.draw_warning": _on_draw_warning,
     "chat.jail": _on_jail_chat,
     "dawn.will": _on_will,
     "lynch.will": _on_will,
