@@ -51,6 +51,9 @@ SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
+DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
+VOTE_TALK_P = 0.35  # ... says why as it votes
+VERDICT_TALK_P = 0.25  # ... comments on a defence as it judges
 DRAW_WATCH_DAY = 6  # from here on a day without deaths brings a draw by time closer
 
 
@@ -143,6 +146,7 @@ class ScriptedBot:
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
         self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
+        self.lines_heard: set[str] = set()  # public lines so far (never said twice)
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
         self.marks: dict[int, list[tuple[str, int, str]]] = {}
         self.news: list[tuple[str, int, str]] = []  # (dawn|lynch, slot, role) to react to
@@ -452,8 +456,23 @@ class ScriptedBot:
     # ---- phases --------------------------------------------------------------------
     def _day1(self, obs: View) -> list[Command]:
         out = self._will_cmd()
+        chat = _legal(obs).get("chat")
+        if chat is not None and "public" in chat.options and self.rng.random() < DAY1_TALK_P:
+            others = sorted(self.alive - {self.slot})
+            if others:
+                other = self._name(self.rng.choice(others))
+                out += self._say(talk.day1_opener(self.rng, self._name(self.slot), other))
         out += self._jail(obs)
         return out
+
+    def _say(self, text: str, channel: str = "public") -> list[Command]:
+        """A public line, unless someone already said exactly that in this
+        game (a repeated line reads like a script, not a player)."""
+        text = text[:500]
+        if not text or text in self.lines_heard:
+            return []
+        self.lines_heard.add(text)
+        return [Chat(self.slot, text, channel)]
 
     def _discussion(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -463,9 +482,10 @@ class ScriptedBot:
             parts = [self._react(), self._speech()]
             if not parts[1]:
                 parts.append(self._accusation())
-            text = " ".join(p for p in parts if p)
-            if text:
-                out.append(Chat(self.slot, text[:500], "public"))
+            said = self._say(" ".join(p for p in parts if p))
+            if not said and parts[0]:  # the reaction was someone else's words
+                said = self._say(" ".join(p for p in parts[1:] if p))
+            out += said
         if "seance" in acts:
             out += self._seance(acts["seance"])
         whisper = acts.get("whisper")
@@ -718,7 +738,7 @@ class ScriptedBot:
         chat = acts.get("chat")
         if chat is not None and ROLES[self.role].faction is Faction.TOWN \
                 and self._counterclaim():
-            out.append(Chat(self.slot, self._claim_text()[:500]))
+            out += self._say(self._claim_text())
         if "reveal" in acts and self._mayor_should_reveal():
             out.append(DayAction(self.slot, "reveal"))
         vote = acts.get("vote")
@@ -728,6 +748,10 @@ class ScriptedBot:
         if target is not None and target != self.my_vote:
             self.my_vote = target
             out.append(Vote(self.slot, target))
+            if chat is not None and "public" in chat.options \
+                    and self.rng.random() < VOTE_TALK_P:
+                why = self._why(target) if not self.mafia else None
+                out += self._say(talk.vote_reason(self.rng, self._name(target), why))
         out += self._jail(obs)
         return out
 
@@ -816,15 +840,19 @@ class ScriptedBot:
         if chat is None or self.accused != self.slot:
             return out
         if self.role == "jester":
-            return [Chat(self.slot, f"{cv.say_no_claim()} {talk.jester_defence(self.rng)}")]
+            return self._say(f"{cv.say_no_claim()} {talk.jester_defence(self.rng)}") or self._say(
+                f"{talk.jester_defence(self.rng)} {cv.say_no_claim()}")
         text = self._claim_text()
         if self.results and self.claimed == self.role:
             text += f" {talk.results_intro(self.rng)} " + " ".join(
                 r.split(": ", 1)[-1] for r in self.results[-3:])
         if self.good_vote is not None and self.rng.random() < 0.5:
             text += " " + talk.plea_with_vote(self.rng, self._name(self.good_vote))
-        text += " " + talk.defence(self.rng)
-        return [Chat(self.slot, text[:500])]
+        for _ in range(4):  # a defence nobody has heard in this game
+            said = self._say(f"{text} {talk.defence(self.rng)}")
+            if said:
+                return said
+        return []
 
     def _judgement(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -834,6 +862,13 @@ class ScriptedBot:
         verdict = self._verdict(self.accused)
         if verdict != "abstain":
             out.append(Judge(self.slot, verdict))
+            chat = acts.get("chat")
+            if chat is not None and "public" in chat.options \
+                    and self.rng.random() < VERDICT_TALK_P:
+                claim = self.claims.get(self.accused)
+                out += self._say(talk.verdict_comment(
+                    self.rng, self._name(self.accused), verdict,
+                    ROLES[claim].name if claim in ROLES else None))
         out += self._jail(obs)
         return out
 
@@ -1078,6 +1113,7 @@ class ScriptedBot:
 
 def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
+    b.lines_heard.add(str(d.get("text", "")))
     if isinstance(author, int):
         b.talked[author] = b.talked.get(author, 0) + 1
         b._hear(author, d.get("text", ""), b.ev_day)
