@@ -464,6 +464,19 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     page.check_clean()
 
 
+def test_api_docs_render_with_the_network_cut(page: Page, server: Server) -> None:
+    """/docs (Swagger UI) loads its script and styles from this server, so it
+    renders the API with every request off the server refused."""
+    pg = page.page
+    pg.route("**/*", lambda route: route.abort() if not route.request.url.startswith(
+        server.base) else route.continue_())
+    pg.goto(f"{server.base}/docs")
+    pg.wait_for_selector(".swagger-ui .opblock-summary-path", timeout=20000)
+    paths = pg.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.textContent)")
+    assert any("/api/lobbies" in p for p in paths)
+    page.check_clean()
+
+
 def summary_rows(pg: Any) -> list[list[str]]:
     """The "Earlier days" panel: [day label, text] per row, top to bottom."""
     rows = pg.eval_on_selector_all(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from tossim import __version__
 from tossim.inference.chat_backend import start_probes, stop_probes
@@ -179,7 +180,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # every app in the process: only the last one closes them)
                 await close_shared_backends()
 
-    app = FastAPI(title="ToSSim", version=__version__, lifespan=lifespan,
+    # FastAPIOffline: FastAPI whose /docs and /redoc take Swagger UI's and
+    # ReDoc's assets from the fastapi-offline package, not a CDN (they work
+    # with the network cut)
+    app = FastAPIOffline(title="ToSSim", version=__version__, lifespan=lifespan,
                   description="Town of Salem with human and AI seats: lobbies, live games "
                               "over websockets, replays. See docs/api.md for the websocket "
                               "protocol.")
