@@ -110,7 +110,8 @@ LOOPBACK = {"127.0.0.1", "::1"}
 MAX_STEPS = 64
 MAX_STEP_CHARS = 16_000
 MAX_RECORD_CHARS = 2 * 2**20  # a turn record (its prompt included) stored per turn
-TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "tokens")
+TURN_KEYS = ("day", "phase", "phase_seq", "version", "prompt", "output", "steps", "action",
+             "tokens")
 
 StepHook = Callable[[dict[str, Any]], None]
 

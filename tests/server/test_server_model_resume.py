@@ -1,0 +1,109 @@
+"""A model seat resumed after a restart is the same player
+(docs/architecture.md#resuming-a-game).
+
+A standard game with a human seat and a model seat (`LLMSeat` on a fake
+backend that looks at the graveyard, writes a note and claims Doctor): the
+game's actor is stopped once the seat has spoken on Day 1 and started again
+from the store, as a restarted server does. The seat is not asked again on
+Day 1; its next turn (Night 1) goes on counting (no sampling seed repeats),
+and it still has its note, its tool result and its claim."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from .model_fakes import NOTE, SPEECH, GatedBackend, seat_models
+from .support import WAIT, Server, ServerFactory, create_game, deals, owner
+
+SEAT = 2
+# roles with a target on Night 1, so the seat's next turn is that night
+NIGHT_ONE = {"sheriff", "investigator", "doctor", "lookout", "escort"}
+
+
+async def until(check: Any, what: str) -> Any:
+    """Poll the store until `check()` gives something true."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        got = await check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.02)
+
+
+async def model_game(server: Server) -> str:
+    """A started standard game with a joined human in seat 1 and the model
+    seat dealt a role that acts on Night 1 (the deal is secret: the test reads
+    the seed from the store)."""
+    c = server.client
+    for _ in range(200):
+        game_id = await create_game(c, start=False, players=7,
+                                    seats=[{"slot": 1, "kind": "human"}])
+        row = await server.store.get_game(game_id)
+        if deals(7, SEAT, NIGHT_ONE, row.config["seed"]):
+            break
+    else:
+        raise AssertionError("no deal gave the model seat a Night 1 role")
+    r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Alice", "slot": 1})
+    assert r.status_code == 200, r.text
+    r = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r.status_code == 200, r.text
+    return game_id
+
+
+async def seat_turns(server: Server, game_id: str) -> list[dict[str, Any]]:
+    return await server.store.turns(game_id, SEAT)
+
+
+async def test_a_resumed_model_seat_is_the_same_player(
+        server_factory: ServerFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = GatedBackend()
+    backend.summary_gate.set()
+    made = seat_models(monkeypatch, {SEAT}, backend)
+    server = await server_factory(time_scale=0.4)
+    game_id = await model_game(server)
+    store, hub = server.store, server.app.state.actors
+    key = f"{game_id}:{SEAT}"
+
+    async def spoke() -> bool:
+        return any(o == f"ai:{SEAT}" and d["type"] == "chat"
+                   for _s, o, d in await store.commands(game_id))
+
+    # Day 1: the seat's turn is stored and its claim is in the log
+    await until(spoke, "the model seat never spoke on Day 1")
+    assert [t["phase"] for t in await seat_turns(server, game_id)] == ["day1"]
+    # the server stops mid-day and takes the game up again from the store
+    await hub.actors[game_id].stop()
+    seeds_before = list(backend.seeds[key])
+    resumed = await hub.start_game(game_id, await store.commands(game_id))
+    assert resumed.game.phase.value == "day1"
+    seat = made[SEAT][-1]
+    assert len(made[SEAT]) == 2  # a new seat object, rebuilt from the store
+    assert seat.metrics.turns == 1
+    assert [n.text for n in seat.memory.notes] == [NOTE]
+    assert [t.tool for t in seat.memory.tool_log] == ["graveyard"]
+
+    async def night_turn() -> list[dict[str, Any]]:
+        turns = await seat_turns(server, game_id)
+        return turns if any(t["phase"] == "night" for t in turns) else []
+
+    turns = await until(night_turn, "the model seat never played Night 1")
+    # asked once on Day 1 (not again after the restart), then at night
+    assert [(t["seq"], t["phase"]) for t in turns] == [(1, "day1"), (2, "night")]
+    assert seat.metrics.turns == 2
+    # its turn counter went on: no request after the restart reused a seed
+    after = backend.seeds[key][len(seeds_before):]
+    assert after and not set(after) & set(seeds_before)
+    # its claim, its tool result and its notes are all still its own
+    night = turns[1]
+    assert SPEECH in night["prompt"]
+    assert "graveyard(" in night["prompt"]
+    assert [n.text for n in seat.memory.notes] == [NOTE, NOTE]
+    said = [e["data"].get("text") for e in await store.events(game_id)
+            if e["key"] == "chat.public" and e["data"].get("author") == SEAT
+            and e["day"] == 1]
+    assert said == [SPEECH]  # said once, not repeated because of the restart

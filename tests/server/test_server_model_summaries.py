@@ -1,0 +1,105 @@
+"""Day summaries never hold a game up (docs/architecture.md#day-summaries).
+
+A standard game with a human seat and two model seats (`LLMSeat` on a fake
+backend whose day summary waits for an asyncio.Event): night falls and ends
+while the model's summary has not come, a command the human sends meanwhile
+is applied once, and viewers get the extractive summary; when the model's
+summary comes within the night's deadline, it replaces the extractive one,
+once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from tossim.agents.memory import SeatMemory
+from tossim.agents.summarize import fallback_summary
+from tossim.engine import GameConfig, view
+from tossim.engine.view import PUBLIC_VIEWER
+from tossim.replay import rerun
+
+from .model_fakes import MODEL_SUMMARY, GatedBackend, seat_models
+from .support import WAIT, Server, ServerFactory, human_game, wait_game
+
+MODELS = {2, 3}
+WILL = "Day 1: quiet. I trust the Doctor claim."
+
+
+async def extractive_day1(server: Server, game_id: str) -> str:
+    """Day 1's extractive summary, from the stored log."""
+    row = await server.store.get_game(game_id)
+    game = rerun(GameConfig.from_dict(row.config),
+                 [c for _s, _o, c in await server.store.commands(game_id)])
+    memory = SeatMemory(0)
+    memory.update(view(game, PUBLIC_VIEWER))
+    return fallback_summary(memory, 1)
+
+
+async def wait_for_will(server: Server, game_id: str) -> None:
+    """Until the human's will is in the stored log."""
+    deadline = time.monotonic() + WAIT
+    while not any(o == "seat:1" and d["type"] == "will"
+                  for _s, o, d in await server.store.commands(game_id)):
+        assert time.monotonic() < deadline, "the will was never applied"
+        await asyncio.sleep(0.02)
+
+
+def in_phase(day: int, phase: str) -> Any:
+    return lambda s: s["day"] == day and s["phase"] == phase
+
+
+async def test_nightfall_does_not_wait_for_the_model_summary(
+        server_factory: ServerFactory, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="tossim.server.day_summaries")
+    backend = GatedBackend()  # its summary never comes: the gate stays shut
+    seat_models(monkeypatch, MODELS, backend)
+    server = await server_factory(time_scale=0.2)
+    game_id, token = await human_game(server)
+    c = server.client
+    async with server.seat_connect(game_id, token) as ws:
+        await ws.recv_type("hello")
+        await wait_game(c, game_id, in_phase(1, "night"))
+        await backend.summary_asked.wait()
+        # the human writes a will while the model is still summarising: the
+        # game takes it at once (it did not wait for the model)
+        await ws.send({"type": "command", "command": {"type": "will", "text": WILL}})
+        await wait_for_will(server, game_id)
+        assert not backend.summary_gate.is_set()
+        # the night ends on its own; the model's summary never came
+        await wait_game(c, game_id, lambda s: s["day"] == 2)
+        assert [m for m in ws.messages if m["type"] == "error"] == []
+    expected = await extractive_day1(server, game_id)
+    got = (await c.get(f"/api/games/{game_id}")).json()["summaries"]
+    assert got == [{"day": 1, "text": expected}]
+    assert await server.store.summaries(game_id) == [(1, expected)]
+    commands = await server.store.commands(game_id)
+    assert [d for _s, o, d in commands if o == "seat:1" and d["type"] == "will"] == [
+        {"type": "will", "actor": 1, "text": WILL}]  # applied once
+    assert "did not come within" in caplog.text
+
+async def test_a_model_summary_in_time_replaces_the_extractive_one(
+        server_factory: ServerFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = GatedBackend()
+    seat_models(monkeypatch, MODELS, backend)
+    server = await server_factory(time_scale=0.2, summary_share=1.0)
+    game_id, _token = await human_game(server)
+    c = server.client
+    await wait_game(c, game_id, in_phase(1, "night"))
+    await backend.summary_asked.wait()
+    expected = await extractive_day1(server, game_id)
+    # nightfall published the extractive summary before the model answered
+    first = (await c.get(f"/api/games/{game_id}")).json()["summaries"]
+    assert first == [{"day": 1, "text": expected}]
+    backend.summary_gate.set()
+    got = await wait_game(c, game_id, lambda s: s["summaries"] != first, poll=0.02)
+    assert got["summaries"] == [{"day": 1, "text": MODEL_SUMMARY}]
+    # stored once (a replay or a resumed game sees this one) and never asked twice
+    assert await server.store.summaries(game_id) == [(1, MODEL_SUMMARY)]
+    actor = server.app.state.actors.actors[game_id]
+    assert actor.summaries[1] == MODEL_SUMMARY  # what the model seats read from now on
+    assert backend.summaries_asked == 1
