@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from tossim.agents.resume import history
+from tossim.engine import GameConfig, Viewer, new_game, view
+from tossim.inference.worker import Worker
+
 from .model_fakes import NOTE, SPEECH, GatedBackend, seat_models
 from .support import WAIT, Server, ServerFactory, create_game, deals, owner
 
@@ -107,3 +111,24 @@ async def test_a_resumed_model_seat_is_the_same_player(
             if e["key"] == "chat.public" and e["data"].get("author") == SEAT
             and e["day"] == 1]
     assert said == [SPEECH]  # said once, not repeated because of the restart
+
+
+async def test_a_worker_that_takes_a_seat_over_plays_the_same_player() -> None:
+    """A seat a worker plays: the server sends the seat's turn records with
+    a `fresh` decide (after a restart, or when its worker left), and the new
+    worker's seat goes on from them."""
+    backend = GatedBackend()
+    game = new_game(GameConfig(players=7, seed=3))
+    message = {"type": "decide", "game": "g1", "slot": SEAT, "seed": 7,
+               "spec": {"protocol": "xml"}, "fresh": True,
+               "view": view(game, Viewer.player(SEAT)).to_dict(), "summaries": {}}
+    first = await Worker("http://127.0.0.1:9", "local", backend).decide(message)
+    seeds_before = list(backend.seeds[f"g1:{SEAT}"])
+    other = Worker("http://127.0.0.1:9", "local", backend)
+    await other.decide({**message, "history": history([first["record"]])})
+    seat = other.seats[("g1", SEAT)]
+    assert seat.metrics.turns == 2
+    assert [n.text for n in seat.memory.notes] == [NOTE, NOTE]
+    assert [t.tool for t in seat.memory.tool_log] == ["graveyard", "graveyard"]
+    after = backend.seeds[f"g1:{SEAT}"][len(seeds_before):]
+    assert after and not set(after) & set(seeds_before)

@@ -28,20 +28,21 @@ def _tool_arg(args: Any) -> str:
 
 def restore_seat(seat: Any, turns: Sequence[dict[str, Any]]) -> int:
     """Rebuild `seat` (an `LLMSeat` or `ChatSeat`: `memory`, `metrics`,
-    `turn_log`) from its stored turns, oldest first. Returns how many turns
-    went into its `turn_log` (they are stored already). A seat without those
-    parts is left as it is (0)."""
+    `turn_log`; a worker's `RemoteSeat` has no memory here, its worker's seat
+    has) from its stored turns, oldest first. Returns how many turns went into
+    its `turn_log` (they are stored already). A seat without a `turn_log` and
+    `metrics` is left as it is (0)."""
     memory = getattr(seat, "memory", None)
     metrics = getattr(seat, "metrics", None)
     log = getattr(seat, "turn_log", None)
-    if memory is None or metrics is None or not isinstance(log, list) or not turns:
+    if metrics is None or not isinstance(log, list) or not turns:
         return 0
     for turn in turns:
         raw_day = turn.get("day")
         day = raw_day if isinstance(raw_day, int) else 0
         phase = str(turn.get("phase") or "")
         for step in turn.get("steps") or ():
-            if not isinstance(step, dict) or step.get("kind") != "tool":
+            if memory is None or not isinstance(step, dict) or step.get("kind") != "tool":
                 continue
             name, arg = str(step.get("name") or ""), _tool_arg(step.get("args"))
             if name == "notebook":
@@ -63,10 +64,21 @@ def restore_seat(seat: Any, turns: Sequence[dict[str, Any]]) -> int:
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 setattr(metrics, field, getattr(metrics, field) + value)
         version = turn.get("version")
-        if isinstance(version, int) and not isinstance(version, bool):
+        if memory is not None and isinstance(version, int) and not isinstance(version, bool):
             memory.last_turn_version = max(memory.last_turn_version, version)
         log.append({k: v for k, v in turn.items() if k not in ("slot", "seq")})
     return len(turns)
+
+
+def history(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `restore_seat` reads of these turn records, without prompts,
+    outputs or thoughts: what a worker that takes a seat over (after a
+    restart, or from a worker that left) rebuilds its seat from."""
+    return [{**{k: t.get(k) for k in ("day", "phase", "phase_seq", "version", "action",
+                                      "tokens")},
+             "steps": [s for s in t.get("steps") or ()
+                       if isinstance(s, dict) and s.get("kind") == "tool"]}
+            for t in turns if isinstance(t, dict)]
 
 
 def acted_in(turns: Sequence[dict[str, Any]]) -> set[int]:

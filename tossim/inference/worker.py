@@ -33,6 +33,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
+from tossim.agents.resume import restore_seat
 from tossim.agents.summarize import write_summary
 from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
@@ -226,6 +227,9 @@ class Worker:
         seat = self.seats.get((game, slot))
         if seat is None or message.get("fresh"):
             seat = self.make_seat(message, days)
+            past = message.get("history")
+            if isinstance(past, list):  # the same player: its turns so far
+                restore_seat(seat, [t for t in past if isinstance(t, dict)])
             self.seats[(game, slot)] = seat
         turns, logged = seat.metrics.turns, len(seat.turn_log)
         sink = _step_sink.get()
