@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from tossim.agents.llm_seat import seat_from_spec
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import fallback_summary
-from tossim.engine import GameConfig, view
+from tossim.engine import GameConfig, new_game, view
 from tossim.engine.view import PUBLIC_VIEWER
+from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.replay import rerun
+from tossim.server.day_summaries import model_summary
 
 from .model_fakes import MODEL_SUMMARY, GatedBackend, seat_models
 from .support import WAIT, Server, ServerFactory, human_game, wait_game
@@ -103,3 +106,26 @@ async def test_a_model_summary_in_time_replaces_the_extractive_one(
     actor = server.app.state.actors.actors[game_id]
     assert actor.summaries[1] == MODEL_SUMMARY  # what the model seats read from now on
     assert backend.summaries_asked == 1
+
+
+@pytest.mark.parametrize("written", ["", "   ", "The town slept. Nobody spoke. The town slept.",
+                                     "Day 1 was quiet! day 1 was QUIET!"])
+async def test_a_degenerate_model_summary_keeps_the_extractive_one(written: str) -> None:
+    backend = GatedBackend(summary=written)
+    backend.summary_gate.set()
+    seat = seat_from_spec({}, 2, 7, backend, game_id="g")
+    game = new_game(GameConfig(players=7, seed=3))
+    assert await model_summary(seat, "g", view(game, PUBLIC_VIEWER), 1, 5, 10.0) is None
+    assert backend.summaries_asked == 1
+
+
+async def test_a_summary_cut_at_its_deadline_is_late() -> None:
+    class Late(GatedBackend):
+        async def _answer(self, r: GenerationRequest) -> GenerationResult:
+            assert r.deadline is not None  # the backend is told when to stop
+            return GenerationResult((ord("T"),) * 20, "The town talked abou", "deadline",
+                                    len(r.prompt_ids))
+
+    seat = seat_from_spec({}, 2, 7, Late(), game_id="g")
+    game = new_game(GameConfig(players=7, seed=3))
+    assert await model_summary(seat, "g", view(game, PUBLIC_VIEWER), 1, 5, 10.0) is None

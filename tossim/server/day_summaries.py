@@ -64,7 +64,8 @@ async def model_summary(seat: Any, game_id: str, public: View, day: int, seed: i
     memory.update(public)
     stats = SummaryStats()
     if isinstance(seat, LLMSeat):
-        text = await write_summary(seat.loop.backend, memory, day, seed=seed, stats=stats)
+        text = await write_summary(seat.loop.backend, memory, day, seed=seed, stats=stats,
+                                   deadline=time.monotonic() + seconds)
     elif isinstance(seat, ChatSeat):
         text = await write_chat_summary(seat.backend, memory, day, stats=stats,
                                         seconds=min(seconds, seat.config.turn_seconds))
