@@ -1,5 +1,5 @@
 """A model seat resumed after a restart is the same player
-(docs/architecture.md#resuming-a-game).
+(docs/architecture.md, "Resume").
 
 A standard game with a human seat and a model seat (`LLMSeat` on a fake
 backend that looks at the graveyard, writes a note and claims Doctor): the

@@ -1,4 +1,4 @@
-"""Day summaries never hold a game up (docs/architecture.md#day-summaries).
+"""Day summaries never hold a game up (docs/architecture.md, "Day summaries").
 
 A standard game with a human seat and two model seats (`LLMSeat` on a fake
 backend whose day summary waits for an asyncio.Event): night falls and ends

@@ -8,7 +8,7 @@ on, its turn records and the sums of its metrics. `restore_seat` rebuilds them
 from the turn records the server stored (`Store.turns`: each with day,
 phase, steps, action, tokens and, since they are kept, `phase_seq` and
 `version`), and `acted_in` says which phase a seat already played so it is
-not asked again there (docs/architecture.md#resuming-a-game).
+not asked again there (docs/architecture.md, "Resume").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 When a day ends the game actor stores and publishes the extractive summary
 (`fallback_summary`) at once, so nightfall is instant, and hands the model's
 summary to a task of its own with a deadline inside the phase that follows
-(docs/architecture.md#day-summaries). A model summary that comes in time, and
+(docs/architecture.md, "Day summaries"). A model summary that comes in time, and
 is not degenerate, replaces the fallback: in the mapping the seats read, in
 the store (one row per day, so replays and a resumed game see the final one)
 and on the game's channel. A late, failed or degenerate one leaves the

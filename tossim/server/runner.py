@@ -360,7 +360,7 @@ class GameActor:
         """A resumed game's model seats are the same players: each is rebuilt
         from its stored turns (turn counter, tool results, notes, the version
         it last acted on, turn records, metrics) and is not asked again in a
-        phase it already played (docs/architecture.md#resuming-a-game)."""
+        phase it already played (docs/architecture.md, "Resume")."""
         for slot, seat in self.ai.items():
             turns = [r for r in rows if r["slot"] == slot]
             if turns:
@@ -646,7 +646,7 @@ class GameActor:
         """How long the model may take over a day's summary: `summary_share` of
         the phase that follows (the Night) in timed games, so a model summary
         lands while that phase runs; a model turn's deadline in fast and paced
-        games (docs/architecture.md#day-summaries)."""
+        games (docs/architecture.md, "Day summaries")."""
         if self.flat_out:
             return float(self.settings.model_deadline)
         night = (DURATIONS[self.game.flags.durations]["night"] * self.settings.time_scale

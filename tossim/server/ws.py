@@ -44,7 +44,7 @@ REPLY_TIMEOUT = 5.0
 # A seat command the game has not taken up within this many seconds is
 # dropped by the game's actor unapplied, well before the socket gives up at
 # REPLY_TIMEOUT: "the game did not answer" then means it was not applied, so a
-# player who sends it again does not double it (docs/architecture.md#day-summaries).
+# player who sends it again does not double it (docs/architecture.md, "Day summaries").
 COMMAND_TTL = REPLY_TIMEOUT / 2
 AUTH_TIMEOUT = 10.0
 LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
