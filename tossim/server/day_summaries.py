@@ -155,7 +155,9 @@ class DaySummaries:
     async def settle(self) -> None:
         """Wait for the model summaries being written (each has its deadline)."""
         while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+            running = list(self.tasks)
+            await asyncio.gather(*running, return_exceptions=True)
+            self.tasks.difference_update(running)
 
     async def close(self) -> None:
         for task in list(self.tasks):
