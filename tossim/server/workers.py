@@ -36,7 +36,8 @@ has one, travels in the hello, never in the URL):
                                       phase_seq, version, prompt, output, steps,
                                       action, tokens)}
     server: {"type": "summarize", "id", "game", "backend", "day", "seed", "view"}
-                                    worker: {"type": "summary", "id", "text"}
+                                    worker: {"type": "summary", "id", "text",
+                                      "fallback" (true: extractive, the model failed)}
     worker, on failure: {"type": "failed", "id", "error"}
     server: {"type": "cancel", "id"} (the server stopped waiting for that turn)
     server: {"type": "forget", "game"} (the game ended)
@@ -591,6 +592,8 @@ class WorkerHub:
         text = reply.get("text")
         if reply.get("type") != "summary" or not isinstance(text, str) or not text.strip():
             raise WorkerReplyError(f"worker {link.name}: no summary ({reply.get('error')!r})")
+        if reply.get("fallback") is True:  # the worker's model failed: not a model summary
+            raise WorkerReplyError(f"worker {link.name}: its model wrote no usable summary")
         return text
 
 
