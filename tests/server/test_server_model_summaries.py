@@ -23,6 +23,7 @@ from tossim.engine import GameConfig, new_game, view
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.replay import rerun
+from tossim.server.bus import command_channel
 from tossim.server.day_summaries import model_summary
 
 from .model_fakes import MODEL_SUMMARY, GatedBackend, seat_models
@@ -42,12 +43,12 @@ async def extractive_day1(server: Server, game_id: str) -> str:
     return fallback_summary(memory, 1)
 
 
-async def wait_for_will(server: Server, game_id: str) -> None:
-    """Until the human's will is in the stored log."""
+async def until_stored(server: Server, game_id: str, kind: str = "will") -> None:
+    """Until a command of the human's of this type is in the stored log."""
     deadline = time.monotonic() + WAIT
-    while not any(o == "seat:1" and d["type"] == "will"
+    while not any(o == "seat:1" and d["type"] == kind
                   for _s, o, d in await server.store.commands(game_id)):
-        assert time.monotonic() < deadline, "the will was never applied"
+        assert time.monotonic() < deadline, f"the human's {kind} was never applied"
         await asyncio.sleep(0.02)
 
 
@@ -71,7 +72,7 @@ async def test_nightfall_does_not_wait_for_the_model_summary(
         # the human writes a will while the model is still summarising: the
         # game takes it at once (it did not wait for the model)
         await ws.send({"type": "command", "command": {"type": "will", "text": WILL}})
-        await wait_for_will(server, game_id)
+        await until_stored(server, game_id)
         assert not backend.summary_gate.is_set()
         # the night ends on its own; the model's summary never came
         await wait_game(c, game_id, lambda s: s["day"] == 2)
@@ -129,3 +130,24 @@ async def test_a_summary_cut_at_its_deadline_is_late() -> None:
     seat = seat_from_spec({}, 2, 7, Late(), game_id="g")
     game = new_game(GameConfig(players=7, seed=3))
     assert await model_summary(seat, "g", view(game, PUBLIC_VIEWER), 1, 5, 10.0) is None
+
+
+async def test_a_command_the_game_took_up_too_late_is_not_applied(server: Server) -> None:
+    """The socket tells a player "the game did not answer ... not applied"
+    when the game does not take a command up in time; the game then drops
+    it, so the player who sends it again has it applied once."""
+    game_id, token = await human_game(server)
+    late = {"type": "will", "text": "Sent while the game was busy."}
+    await server.app.state.bus.publish(command_channel(game_id), {
+        "type": "seat", "slot": 1, "command": late, "reply_to": "tossim:reply:gone",
+        "expires": time.time() - 1.0})
+    async with server.seat_connect(game_id, token) as ws:
+        await ws.recv_type("hello")
+        await ws.send({"type": "command", "command": late})
+        # a chat after it: once the chat is in, the game has taken up both wills
+        await ws.send({"type": "command", "command": {"type": "chat", "text": "Hello all."}})
+        await until_stored(server, game_id, "chat")
+        assert [m for m in ws.messages if m["type"] == "error"] == []
+    commands = await server.store.commands(game_id)
+    assert [d for _s, o, d in commands if o == "seat:1" and d["type"] == "will"] == [
+        {**late, "actor": 1}]
