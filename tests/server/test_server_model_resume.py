@@ -4,20 +4,22 @@
 A standard game with a human seat and a model seat (`LLMSeat` on a fake
 backend that looks at the graveyard, writes a note and claims Doctor): the
 game's actor is stopped once the seat has spoken on Day 1 and started again
-from the store, as a restarted server does. The seat is not asked again on
-Day 1; its next turn (Night 1) goes on counting (no sampling seed repeats),
-and it still has its note, its tool result and its claim."""
+from the store, as a restarted server does. Neither the seat nor a scripted
+seat that had played is asked again on Day 1; the seat's next turn (Night 1)
+goes on counting (no sampling seed repeats), and it still has its note, its
+tool result and its claim."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from tossim.agents.resume import history
-from tossim.engine import GameConfig, Viewer, new_game, view
+from tossim.engine import GameConfig, Viewer, apply, command_from_dict, new_game, view
 from tossim.inference.worker import Worker
 
 from .model_fakes import NOTE, SPEECH, GatedBackend, seat_models
@@ -59,6 +61,19 @@ async def model_game(server: Server) -> str:
     return game_id
 
 
+async def day1_moves(server: Server, game_id: str) -> Counter[str]:
+    """How many commands each AI seat has in the log for Day 1's phase."""
+    row = await server.store.get_game(game_id)
+    game = new_game(GameConfig.from_dict(row.config))
+    first = game.phase_seq
+    out: Counter[str] = Counter()
+    for _s, origin, data in await server.store.commands(game_id):
+        if origin.startswith("ai:") and game.phase_seq == first:
+            out[origin] += 1
+        apply(game, command_from_dict(data))
+    return out
+
+
 async def seat_turns(server: Server, game_id: str) -> list[dict[str, Any]]:
     return await server.store.turns(game_id, SEAT)
 
@@ -82,6 +97,7 @@ async def test_a_resumed_model_seat_is_the_same_player(
     assert [t["phase"] for t in await seat_turns(server, game_id)] == ["day1"]
     # the server stops mid-day and takes the game up again from the store
     await hub.actors[game_id].stop()
+    before = await day1_moves(server, game_id)
     seeds_before = list(backend.seeds[key])
     resumed = await hub.start_game(game_id, await store.commands(game_id))
     assert resumed.game.phase.value == "day1"
@@ -96,6 +112,9 @@ async def test_a_resumed_model_seat_is_the_same_player(
         return turns if any(t["phase"] == "night" for t in turns) else []
 
     turns = await until(night_turn, "the model seat never played Night 1")
+    # no AI seat, scripted or model, that had played Day 1 was asked again in it
+    after = await day1_moves(server, game_id)
+    assert {o: after[o] for o in before} == before
     # asked once on Day 1 (not again after the restart), then at night
     assert [(t["seq"], t["phase"]) for t in turns] == [(1, "day1"), (2, "night")]
     assert seat.metrics.turns == 2

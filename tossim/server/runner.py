@@ -200,7 +200,8 @@ class GameActor:
         # stored, and the last stored seq (a resumed game goes on counting)
         self.turns_stored = dict.fromkeys(self.ai, 0)
         self.turn_seq = dict.fromkeys(self.ai, 0)
-        # slot -> the phases (phase_seq) it played before a restart: not asked again
+        # slot -> the phases (phase_seq) it played before a restart (its turn
+        # records; for any AI seat, its commands in the log): not asked again
         self.acted: dict[int, set[int]] = {}
         self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # standard games with a living human: until `hold_until` an AI vote
@@ -230,7 +231,11 @@ class GameActor:
         if self.deterministic:
             self.pending.extend(self.stored)  # re-simulate, checking against the log
         else:
-            for _seq, _origin, data in self.stored:
+            for _seq, origin, data in self.stored:
+                if origin.startswith("ai:"):  # that seat played this phase already
+                    with contextlib.suppress(ValueError):
+                        self.acted.setdefault(int(origin[3:]), set()).add(
+                            self.game.phase_seq)
                 apply(self.game, command_from_dict(data))
         self.summaries.update(await self.store.summaries(self.game_id))
         self._summarized = set(self.summaries)
@@ -365,7 +370,7 @@ class GameActor:
             turns = [r for r in rows if r["slot"] == slot]
             if turns:
                 self.turns_stored[slot] += restore_seat(seat, turns)
-                self.acted[slot] = acted_in(turns)
+                self.acted.setdefault(slot, set()).update(acted_in(turns))
 
     @staticmethod
     def _stored_turn_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
