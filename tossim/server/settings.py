@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     ai_deadline: float = 10.0
     # The same for model seats (a turn of the bundled model on a CPU takes a while).
     model_deadline: float = 600.0
+    # A day's model-written summary must come within this share of the Night
+    # that follows (timed games); until then, and if it is late, fails or is
+    # degenerate, the extractive summary stands (docs/architecture.md, "Day summaries").
+    summary_share: float = Field(default=0.5, gt=0.0, le=1.0)
     # Model seats: the model folder (default: the bundled SmolLM2) and, for the
     # openai backend, the server's base URL.
     model: str | None = None

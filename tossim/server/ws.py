@@ -41,6 +41,11 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 REPLY_TIMEOUT = 5.0
+# A seat command the game has not taken up within this many seconds is
+# dropped by the game's actor unapplied, well before the socket gives up at
+# REPLY_TIMEOUT: "the game did not answer" then means it was not applied, so a
+# player who sends it again does not double it (docs/architecture.md, "Day summaries").
+COMMAND_TTL = REPLY_TIMEOUT / 2
 AUTH_TIMEOUT = 10.0
 LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
 MAX_TOKEN = 200
@@ -481,10 +486,12 @@ class Connection:
         sub = await bus.subscribe(reply_to)
         try:
             await bus.publish(command_channel(self.game_id), {
-                "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to})
+                "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to,
+                "expires": time.time() + COMMAND_TTL})
             reply = await asyncio.wait_for(_first(sub), REPLY_TIMEOUT)
         except TimeoutError:
-            reply = {"ok": False, "error": "the game did not answer (is it running?)"}
+            reply = {"ok": False, "error": "the game did not answer (is it running?); "
+                                           "the command was not applied"}
         finally:
             await sub.close()
         if not reply.get("ok"):

@@ -634,6 +634,20 @@ class Store(ArenaQueries, LeaseQueries):
             await conn.execute(sa.insert(T.summaries).values(
                 game_id=game_id, day=day, text=text, created_at=_now()))
 
+    async def replace_summary(self, game_id: str, day: int, text: str) -> None:
+        """Day `day`'s summary becomes `text` (a model's summary that came in
+        time replaces the extractive one stored at nightfall, so replays and a
+        resumed game see one summary per day, the final one); added if the
+        day has none."""
+        async with self._tx() as conn:
+            res = await conn.execute(
+                sa.update(T.summaries)
+                .where(T.summaries.c.game_id == game_id, T.summaries.c.day == day)
+                .values(text=text, created_at=_now()))
+            if not res.rowcount:
+                await conn.execute(sa.insert(T.summaries).values(
+                    game_id=game_id, day=day, text=text, created_at=_now()))
+
     async def summaries(self, game_id: str) -> list[tuple[int, str]]:
         """`(day, text)` in day order (several for one day in the order added)."""
         async with self._read() as conn:
