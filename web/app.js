@@ -6,9 +6,9 @@
 //                               v: open at that event version (a moment link)
 //   #/rules, #/roles            the rules and the roles (docs/rules.md, docs/roles.md)
 
-import { ApiError, GameSocket, getJSON, listOf, postJSON, api } from "./api.js";
+import { ApiError, GameSocket, getJSON, listOf, loadRoleFacts, postJSON, api } from "./api.js";
 import { h, setChildren, setText, syncSelect } from "./dom.js";
-import { GameView, phaseTitle, resultText } from "./render.js";
+import { GameView, allRoleFacts, phaseTitle, resultText, roleStats, setRoleFacts } from "./render.js";
 import { ReplayBar, derive } from "./replay.js";
 import { ThinkingPanel } from "./thinking.js";
 import { renderMarkdown } from "./markdown.js";
@@ -168,7 +168,8 @@ function route() {
     page = watchPage(parts[1], params.get("viewer") || "public", v !== null && /^\d+$/.test(v) ? Number(v) : null);
   } else if (parts[0] === "play" && parts[1]) page = playPage(parts[1]);
   else if (parts[0] === "lobby" && parts[1]) page = lobbyPage(parts[1]);
-  else if (parts[0] === "rules" || parts[0] === "roles") page = docPage(parts[0]);
+  else if (parts[0] === "roles") page = rolesPage();
+  else if (parts[0] === "rules") page = docPage(parts[0]);
   else page = homePage();
   root.focus({ preventScroll: true });
   window.scrollTo(0, 0);
@@ -1156,4 +1157,35 @@ function docPage(name) {
   return null;
 }
 
-route();
+const FACTION_TITLE = { town: "Town", mafia: "Mafia", neutral: "Neutral" };
+
+/** The Roles page: a player's card for every role, grouped by faction. */
+function rolesPage() {
+  document.title = "Roles · ToSSim";
+  const cards = allRoleFacts();
+  if (!cards.length) return docPage("roles");  // no facts: the reference page
+  const groups = new Map();
+  for (const c of cards) {
+    if (!groups.has(c.faction)) groups.set(c.faction, []);
+    groups.get(c.faction).push(c);
+  }
+  setChildren(root, h("div", { class: "roles-page", testid: "roles-page" },
+    h("h2", null, "Roles"),
+    [...groups].map(([faction, list]) => h("section", { class: "role-group" },
+      h("h3", null, FACTION_TITLE[faction] || faction),
+      h("div", { class: "role-cards" }, list.map((c) => h("article", {
+        class: "panel role-card", testid: `role-${c.key}`, "data-faction": c.faction },
+        h("div", { class: "role-name" }, c.name),
+        h("div", { class: "alignment" }, c.alignment),
+        h("p", { class: "summary" }, c.summary),
+        c.abilities.length ? h("p", { class: "abilities" }, c.abilities.join(" · ")) : null,
+        h("p", { class: "goal" }, h("strong", null, "Goal: "), c.goal),
+        roleStats(c),
+        h("p", { class: "muted small" },
+          `Sheriff: ${c.sheriff}. Investigator: ${c.investigator.join(", ") || "no group"}.`))))))));
+  return null;
+}
+
+// Role facts first (role cards, death texts), then the page; a failed load
+// leaves them empty and the pages fall back to keys and the reference text.
+loadRoleFacts().then(setRoleFacts).finally(route);

@@ -19,26 +19,24 @@ const PHASE_LABEL = {
   ended: "Game over",
 };
 
-// tossim/engine/messages.py CAUSE_TEXT
-const CAUSE_TEXT = {
-  mafia: "killed by a member of the Mafia",
-  serial_killer: "stabbed by a Serial Killer",
-  sk_blocker: "stabbed by a Serial Killer",
-  sk_jailed: "stabbed by a Serial Killer",
-  vigilante: "shot by a Vigilante",
-  veteran: "shot by a Veteran",
-  bodyguard: "killed by a Bodyguard",
-  bodyguard_sacrifice: "killed protecting someone",
-  jailor: "executed by the Jailor",
-  haunt: "haunted by the Jester",
-  guilt: "killed by their own guilt",
-  lynch: "lynched by the town",
-  arsonist: "incinerated by an Arsonist",
-  werewolf: "mauled by a Werewolf",
-  werewolf_jailed: "mauled by a Werewolf",
-  vampire: "bitten by a Vampire",
-  vampire_hunter: "staked by a Vampire Hunter",
-};
+// Role facts from the registry (GET /api/roles, tossim/engine/roles/cards.py):
+// every role's card and the death causes' texts. app.js loads them once
+// before the first page; until then a cause shows as its key.
+const FACTS = { roles: new Map(), causes: {} };
+
+export function setRoleFacts(data) {
+  FACTS.roles = new Map(((data && data.roles) || []).map((r) => [r.key, r]));
+  FACTS.causes = (data && data.causes) || {};
+}
+
+export function roleFact(key) {
+  return FACTS.roles.get(key) || null;
+}
+
+export function allRoleFacts() {
+  return [...FACTS.roles.values()];
+}
+
 
 const RESULT_TEXT = {
   town: "The Town won.",
@@ -76,6 +74,18 @@ const NAMED_EVENT_CLASSES = [
   [/^(dawn|lynch\.(death|will|jester))|^(trial\.start|judge\.(lynch|pardon)|trial\.limit|mayor\.reveal)$/, "announce"],
   [/^(vote\.|judge\.(cast|changed|vote)$|chat\.whisper_notice$)/, "notice"],
 ];
+
+/** Attack, defense and attributes of a role card (null when facts are missing). */
+export function roleStats(fact) {
+  if (!fact) return null;
+  return h("div", { class: "role-stats", testid: "role-stats" },
+    h("dl", { class: "attack-defense" },
+      h("dt", null, "Attack"), h("dd", { testid: "role-attack" }, fact.attack),
+      h("dt", null, "Defense"), h("dd", { testid: "role-defense" }, fact.defense)),
+    fact.attributes.length
+      ? h("ul", { class: "attributes", testid: "role-attributes" }, fact.attributes.map((a) => h("li", null, a)))
+      : null);
+}
 
 export const MAX_CHAT = 500;
 export const MAX_WILL = 400;
@@ -552,7 +562,7 @@ export class GameView {
     setChildren(this.graveEl, dead.map((p) => {
       const d = p.death || {};
       const when = d.day ? `${d.at_night ? "Night" : "Day"} ${d.day}` : "";
-      const causes = (d.causes || []).map((c) => CAUSE_TEXT[c] || c).join(", ");
+      const causes = (d.causes || []).map((c) => FACTS.causes[c] || c).join(", ");
       const parts = [
         h("div", { class: "grave-head" },
           h("span", { class: "name" }, p.name),
@@ -602,6 +612,7 @@ export class GameView {
       you.jailed ? h("div", { class: "badge jail-badge" }, "You are in jail") : null,
       you.summary ? h("p", { class: "summary" }, you.summary) : null,
       you.goal ? h("p", { class: "goal" }, h("strong", null, "Goal: "), you.goal) : null,
+      roleStats(roleFact(you.role_key)),
       extras.length ? h("ul", { class: "extras" }, extras.map((x) => h("li", null, x))) : null);
   }
 

@@ -308,6 +308,11 @@ def test_play_a_seat_role_will_and_chat_is_text(page: Page, server: Server) -> N
     create_and_start(page, "Alice")
     role = pg.text_content(tid("role-name")).strip()
     assert role and role != "?"
+    # the role card shows the registry's attack and defense, as in the game
+    card = pg.evaluate("fetch('/api/roles').then(r => r.json())")
+    fact = next(r for r in card["roles"] if r["name"] == role)
+    assert pg.text_content(tid("role-attack")) == fact["attack"]
+    assert pg.text_content(tid("role-defense")) == fact["defense"]
     me = pg.wait_for_selector(tid("roster-1"))
     assert "you" in (me.get_attribute("class") or "").split()
     assert "Alice" in me.text_content() and role in me.text_content()
@@ -474,6 +479,20 @@ def test_api_docs_render_with_the_network_cut(page: Page, server: Server) -> Non
     pg.wait_for_selector(".swagger-ui .opblock-summary-path", timeout=20000)
     paths = pg.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.textContent)")
     assert any("/api/lobbies" in p for p in paths)
+    page.check_clean()
+
+
+def test_roles_page_shows_a_players_card_for_every_role(page: Page, server: Server) -> None:
+    """Alignment, goal, attack, defense and attributes for each role, from
+    the registry (GET /api/roles), not the developers' reference table."""
+    pg = page.page
+    pg.goto(f"{server.base}/#/roles")
+    pg.wait_for_selector(tid("roles-page"))
+    facts = server.get("/api/roles")["roles"]
+    assert len(pg.query_selector_all(f"{tid('roles-page')} article.role-card")) == len(facts)
+    jailor = pg.text_content(tid("role-jailor"))
+    assert "Town Killing" in jailor and "Unstoppable" in jailor and "Unique" in jailor
+    assert "priority" not in pg.text_content(tid("roles-page")).lower()
     page.check_clean()
 
 

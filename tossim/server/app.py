@@ -24,7 +24,7 @@ from tossim.server import service
 from tossim.server.bus import make_bus
 from tossim.server.limits import BodyLimit, make_limiter
 from tossim.server.mirror import MirrorHub
-from tossim.server.routes import arenas, games, health, lobbies, models
+from tossim.server.routes import arenas, games, health, lobbies, models, roles
 from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
 from tossim.server.workers import WorkerHub
@@ -192,6 +192,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(lobbies.router)
     app.include_router(lobbies.modes_router)
     app.include_router(models.router)
+    app.include_router(roles.router)
     app.include_router(games.router)
     app.include_router(arenas.router)
     app.include_router(ws_router)
