@@ -25,9 +25,12 @@ import pytest
 from .support import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    DESKTOP,
+    PHONE,
     REPO,
     free_port,
     get_json,
+    layout_problems,
     sync_api,
     write_store,
 )
@@ -494,6 +497,54 @@ def test_roles_page_shows_a_players_card_for_every_role(page: Page, server: Serv
     assert "Town Killing" in jailor and "Unstoppable" in jailor and "Unique" in jailor
     assert "priority" not in pg.text_content(tid("roles-page")).lower()
     page.check_clean()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_pages_fit_the_screen_and_the_finger(browser: Any, quick_server: Server,
+                                             size: str) -> None:
+    """At 390 x 844 (a phone) and 1440 x 900: home, lobby, the game page of a
+    living player in a day phase with a whisper open, a replay and the Roles
+    page never scroll sideways, and on the phone every control is at least
+    44 x 44 px."""
+    touch = size == "phone"
+    context = browser.new_context(viewport=PHONE if touch else DESKTOP, has_touch=touch)
+    p = Page(context.new_page(), quick_server.base)
+    pg = p.page
+    pg.set_default_timeout(30000)
+    seen: dict[str, list[str]] = {}
+    try:
+        pg.goto(quick_server.base + "/#/")
+        pg.wait_for_selector(tid("create-submit"))
+        seen["home"] = layout_problems(pg, touch=touch)
+        pg.fill(tid("player-name"), "Alice")
+        pg.dispatch_event(tid("player-name"), "change")
+        pg.wait_for_selector(tid("create-seat-7"))
+        pg.fill(tid("create-players"), "7")
+        pg.select_option(tid("create-speed"), "standard")
+        pg.click(tid("create-submit"))
+        pg.wait_for_selector(tid("lobby-seat-row-1"))
+        seen["lobby"] = layout_problems(pg, touch=touch)
+        pg.click(tid("start-game"))
+        pg.wait_for_function("() => window.tossim && window.tossim.state && "
+                             "window.tossim.state.phase === 'discussion'")
+        whisper = pg.eval_on_selector(tid("chat-to"), "s => [...s.options].map(o => o.value)"
+                                      ".find(v => v.startsWith('w:'))")
+        pg.select_option(tid("chat-to"), whisper)
+        pg.fill(tid("chat-input"), "meet me tonight")
+        seen["game, whisper open"] = layout_problems(pg, touch=touch)
+        gid = finished_game(quick_server)
+        pg.goto(f"{quick_server.base}/#/watch/{gid}")
+        pg.wait_for_selector(tid("replay-bar"))
+        pg.click(tid("rp-end"))  # the whole game on the page
+        pg.wait_for_selector(f"{tid('event-log')} > li")
+        seen["replay"] = layout_problems(pg, touch=touch)
+        pg.goto(f"{quick_server.base}/#/roles")
+        pg.wait_for_selector(tid("roles-page"))
+        seen["roles"] = layout_problems(pg, touch=touch)
+        pg.screenshot(path=f"/tmp/tossim-layout-{size}.png")
+    finally:
+        context.close()
+    assert not any(seen.values()), {k: v for k, v in seen.items() if v}
 
 
 def summary_rows(pg: Any) -> list[list[str]]:
