@@ -12,6 +12,7 @@ from fastapi.responses import PlainTextResponse
 
 from tossim.server import service
 from tossim.server.deps import call
+from tossim.server.lobby_watch import notify_lobby
 from tossim.store import GameRow
 
 router = APIRouter(prefix="/api/lobbies", tags=["lobbies"])
@@ -53,6 +54,7 @@ async def update_lobby(game_id: str, body: service.LobbySettingsIn, request: Req
     """The owner changes the speed or the seats nobody has claimed."""
     row = await call(service.update_lobby(request.app.state.store, game_id, body,
                                           authorization, settings=request.app.state.settings))
+    await notify_lobby(request.app.state.bus, game_id, "settings")
     return service.lobby_out(row)
 
 
@@ -64,13 +66,17 @@ async def remove_seat(game_id: str, request: Request,
     a player leaves with their own seat token (Bearer seat token)."""
     row = await call(service.remove_seat(request.app.state.store, game_id, slot,
                                          authorization))
+    # the freed claim's sockets close (4401) when they read this
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=slot)
     return service.lobby_out(row)
 
 
 @router.post("/{game_id}/join")
 async def join_lobby(game_id: str, body: service.JoinIn, request: Request) -> dict[str, Any]:
     """Claim a free human seat; the token in the answer is shown only once."""
-    return await call(service.join(request.app.state.store, game_id, body))
+    seat = await call(service.join(request.app.state.store, game_id, body))
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=seat["slot"])
+    return seat
 
 
 @router.post("/{game_id}/start")
