@@ -11,6 +11,7 @@ viewers see every event, so their sequence is the game's.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from tossim.engine import Game, Viewer
@@ -35,6 +36,16 @@ def version_at(game: Game, viewer: Viewer, seq: int) -> int:
     if not seen:
         return 0
     return seen[min(seq, len(seen)) - 1].v
+
+
+def newest_at(game: Game, viewer: Viewer, version: int) -> int:
+    """The game version of the newest event up to `version` this viewer may
+    see (0 for none): what its timing fields may follow."""
+    if viewer.kind == "omniscient":
+        return min(version, game.version)
+    seen = visible_events(game, viewer)
+    i = bisect.bisect_right(seen, version, key=lambda e: e.v)
+    return seen[i - 1].v if i else 0
 
 
 def renumber(events: list[Any], first: int) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel, thinking_channel
 from tossim.server.mirror import GameMirror, Push
 from tossim.server.names import strip_format
-from tossim.server.sequence import renumber, seq_at, version_at
+from tossim.server.sequence import newest_at, renumber, seq_at, version_at
 from tossim.server.service import (
     ServiceError,
     get_row,
@@ -179,6 +179,10 @@ class Connection:
         self.sent = 0
         self.sent_deadline: float | None = None
         self.sent_state: dict[str, Any] | None = None
+        # a `resume` waits for its answer: one push, whether or not anything
+        # changed (were it answered only after hidden events, its answer
+        # would tell that they happened)
+        self.resuming = False
         self.wake = asyncio.Event()
         self.send_lock = asyncio.Lock()
         self.label = viewer.label()
@@ -361,7 +365,7 @@ class Connection:
         mirror = self.mirror
         if (mirror is not None and self.idle and not self.wake.is_set()
                 and not self.send_lock.locked() and self._can_write()):
-            before = (self.sent, self.sent_deadline, self.seq, self.sent_state)
+            before = (self.sent, self.sent_deadline, self.seq, self.sent_state, self.resuming)
             push = self._next(mirror, False)
             if push is None:
                 return
@@ -369,7 +373,8 @@ class Connection:
             try:
                 self.direct.transport.write(push.frame)
             except Exception:  # not sent: the task sends it (or finds the socket gone)
-                self.sent, self.sent_deadline, self.seq, self.sent_state = before
+                (self.sent, self.sent_deadline, self.seq, self.sent_state,
+                 self.resuming) = before
             else:
                 PUSHES_SENT["frame"] += 1
                 return
@@ -396,6 +401,7 @@ class Connection:
         sockets."""
         game = mirror.game
         assert game is not None
+        first, self.resuming = first or self.resuming, False
         cap = (game.version if not self.delay
                else mirror.version_at(time.time() - self.delay))
         # push new events, and a new phase deadline even without events
@@ -427,8 +433,12 @@ class Connection:
                 "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
                 "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
                 "result": v.result, "winners": v.winners}
+        # when the newest event this viewer may see was published: a hidden
+        # event's batch must not show through as a new time
+        newest = newest_at(game, self.viewer, cap)
         message: dict[str, Any] = {"type": "events", "version": self.seq + len(events),
-                                   "events": events, "published_at": mirror.published_at}
+                                   "events": events,
+                                   "published_at": mirror.published_for(newest)}
         if state is not None:
             message["state"] = state
         return Push(len(events), state, json.dumps(message, separators=(",", ":")))
@@ -472,6 +482,7 @@ class Connection:
                 self.sent = version_at(mirror.game, self.viewer, self.since)
                 self.seq = seq_at(mirror.game, self.viewer, self.sent)
                 self.sent_state = None  # the answer carries the state again
+                self.resuming = True
                 self.wake.set()
             elif kind == "command":
                 await self._command(msg.get("command"), version)
