@@ -88,6 +88,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *, time_scale: str,
     # moves; the bundled-model demo is covered by tests/server and tests/inference
     env["TOSSIM_DEMO_BACKEND"] = "scripted"
     env.pop("TOSSIM_SPECTATOR_DELAY", None)
+    env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"  # the pages make many lobbies from one address
     db = f"sqlite+aiosqlite:///{tmp}/t.db"
     cmd = [*_tossim_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
            "--db", db, *(["--demo"] if demo else [])]

@@ -21,7 +21,7 @@ from tossim.inference.chat_backend import start_probes, stop_probes
 from tossim.inference.registry import close_shared_backends
 from tossim.server import service
 from tossim.server.bus import make_bus
-from tossim.server.limits import BodyLimit, make_limiter
+from tossim.server.limits import BodyLimit, LobbyRate, make_limiter
 from tossim.server.lobby_watch import LobbyWatch
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models
@@ -152,6 +152,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.limiter = make_limiter(bus, settings.max_sockets_per_seat,
                                          settings.chat_limit_messages,
                                          settings.chat_limit_seconds)
+        app.state.lobby_rate = LobbyRate(settings.lobby_rate_limit,
+                                         settings.lobby_rate_seconds, bus)
         _apps_open[0] += 1
         demo = None
         probes = start_probes(settings.models)  # chat entries: constraint modes, in background

@@ -27,11 +27,17 @@ async def list_modes() -> dict[str, Any]:
     return service.modes_out()
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses={429: {
+    "description": "this address created too many lobbies lately (docs/api.md, \"Limits\")"}})
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend.
     The answer's `owner_token` (and, with `name`, the creator's `seat`) is shown
-    only once; only its SHA-256 is stored."""
+    only once; only its SHA-256 is stored. A client address creates at most
+    `lobby_rate_limit` lobbies per `lobby_rate_seconds` (429 beyond)."""
+    rate = request.app.state.lobby_rate
+    if not await rate.allow(request.client.host if request.client else ""):
+        raise HTTPException(429, rate.message(),
+                            headers={"Retry-After": str(int(rate.seconds))})
     row, shown = await call(service.open_lobby(request.app.state.store, spec,
                                                settings=request.app.state.settings))
     return {**service.lobby_out(row), **shown}
