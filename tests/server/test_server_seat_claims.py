@@ -8,12 +8,13 @@ are told of changes over the bus instead of polling the store
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import sqlalchemy as sa
 from websockets.exceptions import ConnectionClosed
 
-from .support import WAIT, WS, Server, owner, remember
+from .support import WAIT, WS, Server, ServerFactory, owner, remember
 
 
 async def lobby_with_two_humans(server: Server) -> tuple[str, dict[str, Any]]:
@@ -164,3 +165,19 @@ async def test_lobby_sockets_wait_without_polling_the_store(server: Server) -> N
         sa.event.remove(engine, "before_cursor_execute", count)
         for s in reversed(sockets):
             await s.__aexit__(None, None, None)
+
+
+async def test_a_kick_on_another_process_closes_the_socket(
+        server_factory: ServerFactory, redis_url: str) -> None:
+    """Two server processes on one database and Redis: the kick goes through
+    one, the kicked socket waits on the other, and is closed all the same."""
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    a = await server_factory(redis_url=redis_url, redis_prefix=prefix)
+    b = await server_factory(redis_url=redis_url, redis_prefix=prefix)
+    gid, bob = await lobby_with_two_humans(a)
+    async with b.seat_connect(gid, bob["token"]) as old:
+        await waiting(old)
+        r = await a.client.delete(f"/api/lobbies/{gid}/seats/2", headers=owner(gid))
+        assert r.status_code == 200, r.text
+        code, reason, got = await closed_with(old)
+        assert code == 4401 and reason and "given up or removed" in reason and got == []
