@@ -72,27 +72,7 @@ class LobbyWatch:
 
     @contextlib.asynccontextmanager
     async def watch(self, game_id: str) -> AsyncIterator[WatchedLobby]:
-        lobby = self.lobbies.get(game_id)
-        if lobby is None:
-            lobby = self.lobbies[game_id] = WatchedLobby(game_id)
-            lobby.users += 1
-            try:
-                await lobby.start(self.bus)
-            except BaseException as exc:
-                lobby.ready.set_exception(exc)
-                lobby.ready.exception()  # retrieved: the other waiters raise it too
-                lobby.users -= 1
-                self.lobbies.pop(game_id, None)
-                await lobby.close()
-                raise
-            lobby.ready.set_result(None)
-        else:
-            lobby.users += 1
-            try:
-                await asyncio.shield(lobby.ready)
-            except BaseException:
-                lobby.users -= 1
-                raise
+        lobby = await self._acquire(game_id)
         try:
             yield lobby
         finally:
@@ -100,6 +80,40 @@ class LobbyWatch:
             if lobby.users <= 0 and self.lobbies.get(game_id) is lobby:
                 del self.lobbies[game_id]
                 await lobby.close()
+
+    async def _acquire(self, game_id: str) -> WatchedLobby:
+        while True:
+            lobby = self.lobbies.get(game_id)
+            if lobby is None:
+                lobby = self.lobbies[game_id] = WatchedLobby(game_id)
+                lobby.users += 1
+                try:
+                    await lobby.start(self.bus)
+                except BaseException as exc:
+                    lobby.users -= 1
+                    self.lobbies.pop(game_id, None)
+                    if isinstance(exc, Exception):
+                        lobby.ready.set_exception(exc)
+                        lobby.ready.exception()  # retrieved: the waiters raise it too
+                    else:  # this socket went away meanwhile: a waiter starts it again
+                        lobby.ready.cancel()
+                    await lobby.close()
+                    raise
+                lobby.ready.set_result(None)
+                return lobby
+            lobby.users += 1
+            try:
+                await asyncio.shield(lobby.ready)
+            except asyncio.CancelledError:
+                lobby.users -= 1
+                task = asyncio.current_task()
+                if lobby.ready.cancelled() and task is not None and not task.cancelling():
+                    continue  # the socket starting it left, not this one
+                raise
+            except BaseException:
+                lobby.users -= 1
+                raise
+            return lobby
 
     async def close(self) -> None:
         for lobby in list(self.lobbies.values()):

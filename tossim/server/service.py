@@ -451,9 +451,10 @@ async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
         await store.start_game(game_id, config.to_dict(), lease=(actors.owner, actors.lease_s))
     except ConflictError:
         raise ServiceError(409, "this game has already started") from None
-    await actors.start_game(game_id)
-    # the seat sockets waiting in the lobby (tossim.server.lobby_watch)
-    await actors.bus.publish(lobby_channel(game_id), {"type": "started"})
+    try:
+        await actors.start_game(game_id)
+    finally:  # the seat sockets waiting in the lobby (tossim.server.lobby_watch)
+        await actors.bus.publish(lobby_channel(game_id), {"type": "started"})
     return await get_row(store, game_id)
 
 
