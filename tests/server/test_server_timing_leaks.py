@@ -125,3 +125,26 @@ async def test_hidden_actions_do_not_show_in_the_public_stream(server: Server) -
     hidden_events = apply(game, action)
     assert hidden_events and len(visible_events(game, PUBLIC_VIEWER)) == public_before
 
+
+
+def test_newest_visible_event_by_viewer() -> None:
+    """`newest_at` (what a viewer's timing fields follow) is the newest event
+    up to a version that the viewer may see, for every viewer and version."""
+    from tossim.engine import Viewer
+    from tossim.server.sequence import newest_at
+
+    config = GameConfig.from_dict({**service.lobby_config(
+        service.LobbyIn(players=7, seed=SEED), SEED).to_dict(),
+        "names": [f"Player {i}" for i in range(1, 8)]})
+    to_night, night_seq, action = plan(config)
+    game = new_game(config)
+    for cmd in [*to_night, action, PhaseTimeout(night_seq)]:
+        apply(game, cmd)
+    viewers = [PUBLIC_VIEWER, *(Viewer.player(s) for s in range(1, 8))]
+    for viewer in viewers:
+        seen = [e.v for e in visible_events(game, viewer)]
+        for version in range(game.version + 1):
+            expected = max((v for v in seen if v <= version), default=0)
+            assert newest_at(game, viewer, version) == expected, (viewer, version)
+    hidden = [e.v for e in game.events if e.audience.kind != "public"]
+    assert hidden, "the game has hidden events to skip"
