@@ -28,7 +28,8 @@ async def list_modes() -> dict[str, Any]:
 
 
 @router.post("", status_code=201, responses={429: {
-    "description": "this address created too many lobbies lately (docs/api.md, \"Limits\")"}})
+    "description": "this address created too many lobbies lately "
+                   "(docs/api.md, \"Limits (HTTP)\")"}})
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend.
     The answer's `owner_token` (and, with `name`, the creator's `seat`) is shown
