@@ -238,7 +238,8 @@ def serve(
     server_app = create_app(settings)
     tune_gc()
     uvicorn.run(server_app, host=host, port=port, log_level="info",
-                http=bounded_http_protocol(), ws_per_message_deflate=settings.ws_compression)
+                http=bounded_http_protocol(settings),
+                ws_per_message_deflate=settings.ws_compression)
 
 
 @app.command()

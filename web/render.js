@@ -141,7 +141,11 @@ export class GameView {
     this.lastV = 0;
     this.unread = 0;
     this.errorTimer = null;
+    // the chat just sent, {text, choice}, until it shows in the log or is refused
     this.pendingChat = null;
+    // where the text in the chat box is meant to go ("c:mafia", "w:4"): typed
+    // at night for the Mafia, it must never go to Everyone the next morning
+    this.draftChoice = null;
     this.seats = new Map(); // slot -> the game summary's seat (kind, backend/model)
     this.speed = "";
     this.build(opts.toolbar);
@@ -229,7 +233,15 @@ export class GameView {
     });
     this.chatCount = h("span", { class: "counter", testid: "chat-count", "aria-live": "off" });
     this.chatSend = h("button", { type: "submit", testid: "chat-send", class: "primary" }, "Send");
-    this.chatInput.addEventListener("input", () => this.updateChatCount());
+    this.chatInput.addEventListener("input", () => {
+      this.updateChatCount();
+      if (!this.chatInput.value) this.draftChoice = null;
+      else if (this.draftChoice === null) this.draftChoice = this.currentChoice();
+    });
+    // choosing another channel for the text is the user's own decision
+    this.chatTo.addEventListener("change", () => {
+      if (this.chatInput.value) this.draftChoice = this.currentChoice();
+    });
     this.composer = h("form", {
       class: "composer", testid: "composer",
       onsubmit: (ev) => {
@@ -631,6 +643,7 @@ export class GameView {
     if (whisper) for (const t of whisper.targets) to.push({ value: `w:${t}`, label: `Whisper to ${label(t)}` });
     syncSelect(this.chatTo, to);
     this.chatTo.hidden = to.length < 2;
+    this.checkDraft();
     const canTalk = to.length > 0;
     this.chatInput.disabled = !canTalk;
     this.chatSend.disabled = !canTalk;
@@ -743,20 +756,60 @@ export class GameView {
     this.command({ type: "night", targets });
   }
 
+  /** The composer's target now: "c:<channel>" or "w:<slot>" ("" when none). */
+  currentChoice() {
+    return this.chatTo.value || (this.chatTo.options[0] && this.chatTo.options[0].value) || "";
+  }
+
+  /** Text in the box keeps the channel (or whisper target) it was written
+   * for: selected again while that channel is open, dropped (with a note)
+   * once the composer offers others instead, so that a Mafia line typed at
+   * night, or given back after an error, is never posted to Everyone by the
+   * next Enter (docs/api.md, "Unsent chat"). While the seat cannot talk at
+   * all, the text waits. */
+  checkDraft() {
+    if (!this.chatInput.value) {
+      this.draftChoice = null;
+      return;
+    }
+    const choice = this.draftChoice;
+    const offered = [...this.chatTo.options].map((o) => o.value);
+    if (choice === null || offered.length === 0) return;
+    if (offered.includes(choice)) {
+      this.chatTo.value = choice;
+      return;
+    }
+    this.chatInput.value = "";
+    this.draftChoice = null;
+    this.updateChatCount();
+    this.showError(`Your unsent message to ${this.choiceLabel(choice)} was dropped: `
+      + "that chat is closed now.");
+  }
+
+  choiceLabel(choice) {
+    if (choice.startsWith("w:")) return `${this.name(Number(choice.slice(2)))} (whisper)`;
+    const ch = choice.slice(2);
+    return CHANNEL_LABEL[ch] || capitalize(ch);
+  }
+
   sendChat() {
+    this.checkDraft();
     const text = this.chatInput.value;
     if (!text.trim()) return;
-    const choice = this.chatTo.value || (this.chatTo.options[0] && this.chatTo.options[0].value) || "";
+    const choice = this.currentChoice();
     let command;
     if (choice.startsWith("w:")) {
       command = { type: "whisper", target: Number(choice.slice(2)), text };
     } else {
       command = { type: "chat", text };
-      if (this.chatTo.options.length > 1 && choice.startsWith("c:")) command.channel = choice.slice(2);
+      // always named: a line for the Mafia that reaches the server after
+      // the night has ended is refused, never posted in the day's channel
+      if (choice.startsWith("c:")) command.channel = choice.slice(2);
     }
     if (this.command(command)) {
-      this.pendingChat = text;
+      this.pendingChat = { text, choice };
       this.chatInput.value = "";
+      this.draftChoice = null;
       this.updateChatCount();
     }
   }
@@ -801,8 +854,12 @@ export class GameView {
   serverError(msg) {
     this.showError(msg.error || "The server refused that.", msg.candidates);
     if (this.pendingChat && this.chatInput && !this.chatInput.value) {
-      this.chatInput.value = this.pendingChat; // give the unsent text back
+      // give the unsent text back, for the channel it was written for
+      this.chatInput.value = this.pendingChat.text;
+      this.draftChoice = this.pendingChat.choice;
       this.updateChatCount();
+      this.pendingChat = null;
+      this.checkDraft();
     }
     this.pendingChat = null;
     for (const note of Object.values(this.notes || {})) {

@@ -91,6 +91,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *, time_scale: str,
     # moves; the bundled-model demo is covered by tests/server and tests/inference
     env["TOSSIM_DEMO_BACKEND"] = "scripted"
     env.pop("TOSSIM_SPECTATOR_DELAY", None)
+    env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"  # the pages make many lobbies from one address
     db = f"sqlite+aiosqlite:///{tmp}/t.db"
     cmd = [*_tossim_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
            "--db", db, *(["--demo"] if demo else [])]
@@ -179,6 +180,74 @@ def demo_game_id(server: Server, timeout: float = 30) -> str:
 
 
 # ---- the browser ----------------------------------------------------------------------
+
+@pytest.mark.browser
+def test_unsent_mafia_line_never_goes_to_everyone(page: Page, server: Server) -> None:
+    """Text given back after an error, or typed and not sent, keeps the
+    channel it was written for: kept while that channel is open, dropped once
+    the composer offers others (the next day's "Everyone"), so Enter never
+    posts a Mafia line publicly. (A synthetic state: no game needed.)"""
+    pg = page.page
+    pg.goto(server.base + "/#/synthetic")
+    pg.wait_for_selector(tid("home"))
+    line = "Framer: killing 4 (the Invest). Frame 7 please."
+
+    def show(phase: str, *legal: dict[str, Any]) -> None:
+        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
+
+    def commands() -> list[dict[str, Any]]:
+        out = pg.evaluate("window.__commands.splice(0)")
+        assert isinstance(out, list)
+        return out
+
+    def refused() -> None:
+        pg.evaluate("window.__view.serverError({type: 'error', version: 1, "
+                    "error: 'too many chat messages from this seat'})")
+
+    night = ("night", _legal("chat", options=["mafia"]))
+    day = ("discussion", _legal("chat", options=["public"]))
+    # sent at night, refused: the text comes back, still for the Mafia
+    show(*night)
+    pg.fill(tid("chat-input"), line)
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": line, "channel": "mafia"}]
+    refused()
+    assert pg.input_value(tid("chat-input")) == line
+    show(*night)  # the same night goes on: kept
+    assert pg.input_value(tid("chat-input")) == line
+    # morning: the only channel is Everyone; the line is dropped, with a note
+    show(*day)
+    assert pg.input_value(tid("chat-input")) == ""
+    assert "unsent message to Mafia chat was dropped" in pg.text_content(tid("error"))
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == []
+
+    # an error that comes back after the morning drops it at once
+    show(*night)
+    pg.fill(tid("chat-input"), line)
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": line, "channel": "mafia"}]
+    show(*day)
+    refused()
+    assert pg.input_value(tid("chat-input")) == ""
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == []
+
+    # typed at night and never sent: the same
+    show("night", _legal("chat", options=["mafia", "dead"]))
+    pg.select_option(tid("chat-to"), "c:mafia")
+    pg.fill(tid("chat-input"), line)
+    show(*day)
+    assert pg.input_value(tid("chat-input")) == ""
+    # a line for Everyone that the server refused comes back for Everyone
+    pg.fill(tid("chat-input"), "hello town")
+    pg.press(tid("chat-input"), "Enter")
+    refused()
+    assert pg.input_value(tid("chat-input")) == "hello town"
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": "hello town", "channel": "public"}] * 2
+    page.check_clean()
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:

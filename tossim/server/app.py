@@ -22,7 +22,8 @@ from tossim.inference.chat_backend import start_probes, stop_probes
 from tossim.inference.registry import close_shared_backends
 from tossim.server import service
 from tossim.server.bus import make_bus
-from tossim.server.limits import BodyLimit, make_limiter
+from tossim.server.limits import BodyLimit, LobbyRate, make_limiter
+from tossim.server.lobby_watch import LobbyWatch
 from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models, roles
 from tossim.server.runner import ActorHub, process_name
@@ -148,9 +149,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.workers = WorkerHub(bus, process, ttl=settings.lease_s)
         app.state.actors = ActorHub(store, bus, settings, app.state.workers, owner=process)
         app.state.mirrors = MirrorHub(store, bus)
+        app.state.lobbies = LobbyWatch(bus)
         app.state.limiter = make_limiter(bus, settings.max_sockets_per_seat,
                                          settings.chat_limit_messages,
                                          settings.chat_limit_seconds)
+        app.state.lobby_rate = LobbyRate(settings.lobby_rate_limit,
+                                         settings.lobby_rate_seconds, bus)
         _apps_open[0] += 1
         demo = None
         probes = start_probes(settings.models)  # chat entries: constraint modes, in background
@@ -171,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await app.state.actors.stop_all()
             await app.state.workers.close()
             await app.state.mirrors.close()
+            await app.state.lobbies.close()
             await app.state.limiter.aclose()
             await bus.close()
             await store.close()

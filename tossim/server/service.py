@@ -28,6 +28,7 @@ from tossim.engine.view import (
 )
 from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
+from tossim.server.bus import lobby_channel
 from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, SPEED_SCALE, ActorHub
 from tossim.server.sequence import renumber, seq_at
@@ -450,7 +451,10 @@ async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
         await store.start_game(game_id, config.to_dict(), lease=(actors.owner, actors.lease_s))
     except ConflictError:
         raise ServiceError(409, "this game has already started") from None
-    await actors.start_game(game_id)
+    try:
+        await actors.start_game(game_id)
+    finally:  # the seat sockets waiting in the lobby (tossim.server.lobby_watch)
+        await actors.bus.publish(lobby_channel(game_id), {"type": "started"})
     return await get_row(store, game_id)
 
 

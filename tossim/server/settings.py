@@ -87,6 +87,18 @@ class Settings(BaseSettings):
     ws_compression: bool = False
     # HTTP request bodies over this many bytes are answered 413 unread.
     max_body_bytes: int = 16384
+    # Slow clients (docs/api.md, "Limits"): a request's headers must arrive
+    # within header_timeout_s of its first byte (or of the connection), its
+    # body within body_timeout_s of its headers, else 408 and the connection
+    # closes; one address holds at most max_connections_per_client
+    # connections at once, websockets included (0: no limit; behind a reverse
+    # proxy every client has the proxy's address: limit there instead).
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    max_connections_per_client: int = Field(default=64, ge=0)
+    # Lobbies one client address may create per lobby_rate_seconds (429 beyond).
+    lobby_rate_limit: int = Field(default=10, ge=1)
+    lobby_rate_seconds: float = Field(default=60.0, gt=0)
     # Phase lengths are multiplied by this (tests use small values).
     time_scale: float = 1.0
     # Standard-speed games with a living human seat: for this many seconds

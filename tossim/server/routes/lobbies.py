@@ -12,6 +12,7 @@ from fastapi.responses import PlainTextResponse
 
 from tossim.server import service
 from tossim.server.deps import call
+from tossim.server.lobby_watch import notify_lobby
 from tossim.store import GameRow
 
 router = APIRouter(prefix="/api/lobbies", tags=["lobbies"])
@@ -26,11 +27,18 @@ async def list_modes() -> dict[str, Any]:
     return service.modes_out()
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses={429: {
+    "description": "this address created too many lobbies lately "
+                   "(docs/api.md, \"Limits (HTTP)\")"}})
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend.
     The answer's `owner_token` (and, with `name`, the creator's `seat`) is shown
-    only once; only its SHA-256 is stored."""
+    only once; only its SHA-256 is stored. A client address creates at most
+    `lobby_rate_limit` lobbies per `lobby_rate_seconds` (429 beyond)."""
+    rate = request.app.state.lobby_rate
+    if not await rate.allow(request.client.host if request.client else ""):
+        raise HTTPException(429, rate.message(),
+                            headers={"Retry-After": str(int(rate.seconds))})
     row, shown = await call(service.open_lobby(request.app.state.store, spec,
                                                settings=request.app.state.settings))
     return {**service.lobby_out(row), **shown}
@@ -53,6 +61,7 @@ async def update_lobby(game_id: str, body: service.LobbySettingsIn, request: Req
     """The owner changes the speed or the seats nobody has claimed."""
     row = await call(service.update_lobby(request.app.state.store, game_id, body,
                                           authorization, settings=request.app.state.settings))
+    await notify_lobby(request.app.state.bus, game_id, "settings")
     return service.lobby_out(row)
 
 
@@ -64,13 +73,17 @@ async def remove_seat(game_id: str, request: Request,
     a player leaves with their own seat token (Bearer seat token)."""
     row = await call(service.remove_seat(request.app.state.store, game_id, slot,
                                          authorization))
+    # the freed claim's sockets close (4401) when they read this
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=slot)
     return service.lobby_out(row)
 
 
 @router.post("/{game_id}/join")
 async def join_lobby(game_id: str, body: service.JoinIn, request: Request) -> dict[str, Any]:
     """Claim a free human seat; the token in the answer is shown only once."""
-    return await call(service.join(request.app.state.store, game_id, body))
+    seat = await call(service.join(request.app.state.store, game_id, body))
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=seat["slot"])
+    return seat
 
 
 @router.post("/{game_id}/start")
