@@ -137,8 +137,15 @@ def test_a_forged_will_reads_as_the_will_until_the_game_is_over() -> None:
     """The Forger's forgery is the will the town reads, with no label (the
     label would undo the forgery); the omniscient view and the finished
     game's views carry it."""
-    from tossim.engine import OMNISCIENT_VIEWER, NightAction, PhaseTimeout, WriteDeathNote, \
-        WriteWill, apply, new_game
+    from tossim.engine import (
+        OMNISCIENT_VIEWER,
+        NightAction,
+        PhaseTimeout,
+        WriteDeathNote,
+        WriteWill,
+        apply,
+        new_game,
+    )
     game = new_game(GameConfig(players=6, roles=("Sheriff", "Forger", "Godfather", "Doctor",
                                                  "Investigator", "Mafioso")))
     apply(game, WriteWill(1, "I am the Sheriff. N1: Player 2 is suspicious."))

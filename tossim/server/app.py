@@ -136,6 +136,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.check_start()  # StartRefused: a secret or token others could have
+        if (old := settings.old_secret_file()) is not None:
+            log.warning("%s is an old deal secret, no longer read (and the one the "
+                        "repository once held is public): delete it", old)
         store = await Store.open(settings.database_url)
         bus = make_bus(settings.redis_url, settings.redis_prefix)
         # this process's name in the fleet: its leases and its workers
