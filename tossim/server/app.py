@@ -26,6 +26,7 @@ from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models
 from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
+from tossim.server.web_mount import WebMount, method_not_allowed
 from tossim.server.workers import WorkerHub
 from tossim.server.workers import router as workers_router
 from tossim.server.ws import router as ws_router
@@ -196,6 +197,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(arenas.router)
     app.include_router(ws_router)
     app.include_router(workers_router)
+    app.add_exception_handler(405, method_not_allowed)
     if WEB_DIR.is_dir():
-        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+        # never under /api/: the API answers its own 404s and 405s (web_mount.py)
+        app.router.routes.append(WebMount("/", StaticFiles(directory=WEB_DIR, html=True),
+                                          name="web"))
     return app
