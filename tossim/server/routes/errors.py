@@ -23,6 +23,7 @@ WHY = {
     409: "The lobby or game is not in a state that allows it (already started, "
          "seat taken, name in use, not started yet)",
     413: "The request body is over the server's limit",
+    429: "Too many requests from this client: try again later",
     503: "The server cannot answer this now (a broken model catalogue)",
 }
 
