@@ -127,7 +127,7 @@ class Settings(BaseSettings):
         Workers receive model seats' private views, so a server listening on
         a non-loopback address takes only a token nobody can guess; without
         a token set it accepts workers from this machine only, which is
-        enough for a loopback server (docs/api.md, "Workers")."""
+        enough for a loopback server (docs/api.md, "Inference workers")."""
         if is_loopback(self.host):
             return None
         token = self.worker_token or ""
