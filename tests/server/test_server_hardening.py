@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -210,6 +211,24 @@ def test_secret_readable_by_others_is_refused_until_remade(
     assert os.stat(path).st_mode & 0o777 == 0o600
     new = Settings().server_secret()
     assert new != old and len(new) >= 32
+
+
+def test_a_published_secret_is_refused(tmp_path: Path, data_home: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of a secret the repository published (kept outside the work
+    tree, or given in the environment) is refused like a tracked file."""
+    from tossim.server import settings as settings_module
+    leaked = "ab" * 32
+    monkeypatch.setattr(settings_module, "PUBLISHED_SECRETS", frozenset(
+        {hashlib.sha256(leaked.encode()).hexdigest()}))
+    path = tmp_path / "copied-secret"
+    path.write_text(leaked + "\n")
+    path.chmod(0o600)
+    with pytest.raises(StartRefused, match="once published"):
+        Settings(secret_file=str(path)).server_secret()
+    with pytest.raises(StartRefused, match="once published"):
+        Settings(deal_secret=leaked).server_secret()
+    assert Settings(deal_secret="cd" * 32).server_secret() == b"cd" * 32
 
 
 # --- the worker token ------------------------------------------------------------------

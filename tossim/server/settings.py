@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import os
 import secrets
@@ -112,13 +113,22 @@ class Settings(BaseSettings):
         Raises StartRefused when the file is in a git work tree (tracked or
         not) or other users may read it."""
         if self.deal_secret is not None and self.deal_secret.get_secret_value():
-            return self.deal_secret.get_secret_value().encode()
+            given = self.deal_secret.get_secret_value()
+            if published(given):
+                raise StartRefused("refusing to start: TOSSIM_DEAL_SECRET is the deal secret "
+                                   "the repository once published: set a new one, e.g. "
+                                   "`python3 -c 'import secrets; print(secrets.token_hex(32))'`")
+            return given.encode()
         path = self.secret_path()
         if (problem := secret_file_problem(path)) is not None:
             raise StartRefused(problem)
         secret = load_or_create_secret(path)
         if (problem := secret_file_problem(path)) is not None:  # its mode, now it exists
             raise StartRefused(problem)
+        if published(secret):  # a copy of the one the repository held
+            raise StartRefused(f"refusing to start: {path} holds the deal secret the "
+                               f"repository once published. Make a new one: "
+                               f"`tossim new-secret --file {path}`")
         self.deal_secret = SecretStr(secret)  # once per process
         return secret.encode()
 
@@ -168,6 +178,17 @@ class Settings(BaseSettings):
 # server listening beyond loopback.
 MIN_WORKER_TOKEN_BYTES = 32
 DEFAULT_TOKENS = frozenset({"change-me", "changeme", "secret", "token", "password"})
+
+
+# SHA-256 of deal secrets that were published (the repository committed one
+# until issue 24): refused wherever they come from.
+PUBLISHED_SECRETS = frozenset({
+    "c4689a19b780a84da2eb5167b084b1f637ee2ceb0d3117fbae39c8d0ec63c111",
+})
+
+
+def published(secret: str) -> bool:
+    return hashlib.sha256(secret.strip().encode()).hexdigest() in PUBLISHED_SECRETS
 
 
 class StartRefused(RuntimeError):
