@@ -228,6 +228,12 @@ def serve(
         load_catalogue(settings.models)  # a broken catalogue stops the start, clearly
     except CatalogueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--models") from None
+    from tossim.server.settings import StartRefused
+    try:
+        settings.check_start()  # a deal secret or worker token others could have
+    except StartRefused as exc:
+        typer.echo(f"tossim serve: {exc}", err=True)
+        raise typer.Exit(2) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     if demo:
@@ -240,6 +246,24 @@ def serve(
     uvicorn.run(server_app, host=host, port=port, log_level="info",
                 http=bounded_http_protocol(settings),
                 ws_per_message_deflate=settings.ws_compression)
+
+
+@app.command("new-secret")
+def new_secret(
+    file: Path | None = typer.Option(None, help="Where to write it (default: "
+                                                "$TOSSIM_SECRET_FILE, else "
+                                                "$XDG_DATA_HOME/tossim/server-secret)."),
+) -> None:
+    """Make a new deal secret (mode 0600, outside any git work tree), replacing
+    the old one: fair deals of games not yet started come from it."""
+    from tossim.server.settings import Settings, StartRefused, write_new_secret
+
+    path = file.expanduser() if file is not None else Settings().secret_path()
+    try:
+        write_new_secret(path)
+    except StartRefused as exc:
+        raise typer.BadParameter(str(exc), param_hint="--file") from None
+    typer.echo(f"wrote a new deal secret to {path}")
 
 
 @app.command()

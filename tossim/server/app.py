@@ -28,6 +28,7 @@ from tossim.server.mirror import MirrorHub
 from tossim.server.routes import arenas, games, health, lobbies, models, roles
 from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
+from tossim.server.web_mount import WebMount, method_not_allowed
 from tossim.server.workers import WorkerHub
 from tossim.server.workers import router as workers_router
 from tossim.server.ws import router as ws_router
@@ -138,6 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.check_start()  # StartRefused: a secret or token others could have
+        if (old := settings.old_secret_file()) is not None:
+            log.warning("%s is an old deal secret, no longer read (and the one the "
+                        "repository once held is public): delete it", old)
         store = await Store.open(settings.database_url)
         bus = make_bus(settings.redis_url, settings.redis_prefix)
         # this process's name in the fleet: its leases and its workers
@@ -202,6 +207,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(arenas.router)
     app.include_router(ws_router)
     app.include_router(workers_router)
+    app.add_exception_handler(405, method_not_allowed)
     if WEB_DIR.is_dir():
-        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+        # never under /api/: the API answers its own 404s and 405s (web_mount.py)
+        app.router.routes.append(WebMount("/", StaticFiles(directory=WEB_DIR, html=True),
+                                          name="web"))
     return app

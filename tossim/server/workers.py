@@ -698,7 +698,7 @@ async def worker_socket(ws: WebSocket) -> None:
     hub: WorkerHub = ws.app.state.workers
     settings = ws.app.state.settings
     await ws.accept()
-    if "token" in ws.query_params:
+    if any(k.lower() == "token" for k in ws.query_params):  # ?TOKEN= too
         await ws.close(code=CLOSE_PROTOCOL, reason="the worker token goes in the hello "
                                                    "message, never in the URL")
         return

@@ -75,7 +75,7 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
     """A seat's socket. The token comes in the first message,
     `{"type": "auth", "token": ..., "since": v}`, never in the URL (where
     access logs, proxies and browser history would keep it)."""
-    if "token" in ws.query_params:
+    if any(k.lower() == "token" for k in ws.query_params):  # ?TOKEN= too
         await refuse(ws, CLOSE_PROTOCOL, TOKEN_IN_URL)
         return
     await ws.accept()

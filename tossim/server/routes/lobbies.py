@@ -13,6 +13,7 @@ from fastapi.responses import PlainTextResponse
 from tossim.server import service
 from tossim.server.deps import call
 from tossim.server.lobby_watch import notify_lobby
+from tossim.server.routes.errors import answers
 from tossim.store import GameRow
 
 router = APIRouter(prefix="/api/lobbies", tags=["lobbies"])
@@ -27,9 +28,7 @@ async def list_modes() -> dict[str, Any]:
     return service.modes_out()
 
 
-@router.post("", status_code=201, responses={429: {
-    "description": "this address created too many lobbies lately "
-                   "(docs/api.md, \"Limits (HTTP)\")"}})
+@router.post("", status_code=201, responses=answers(400, 409, 413, 429))
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend.
     The answer's `owner_token` (and, with `name`, the creator's `seat`) is shown
@@ -50,12 +49,12 @@ async def list_lobbies(request: Request) -> list[dict[str, Any]]:
     return [service.lobby_out(r) for r in rows]
 
 
-@router.get("/{game_id}")
+@router.get("/{game_id}", responses=answers(404))
 async def get_lobby(game_id: str, request: Request) -> dict[str, Any]:
     return service.lobby_out(await call(service.get_row(request.app.state.store, game_id)))
 
 
-@router.patch("/{game_id}")
+@router.patch("/{game_id}", responses=answers(400, 403, 404, 409, 413))
 async def update_lobby(game_id: str, body: service.LobbySettingsIn, request: Request,
                        authorization: Authorization = None) -> dict[str, Any]:
     """The owner changes the speed or the seats nobody has claimed."""
@@ -65,7 +64,7 @@ async def update_lobby(game_id: str, body: service.LobbySettingsIn, request: Req
     return service.lobby_out(row)
 
 
-@router.delete("/{game_id}/seats/{slot}")
+@router.delete("/{game_id}/seats/{slot}", responses=answers(403, 404, 409))
 async def remove_seat(game_id: str, request: Request,
                       slot: Annotated[int, Path(ge=1, le=15)],
                       authorization: Authorization = None) -> dict[str, Any]:
@@ -78,7 +77,7 @@ async def remove_seat(game_id: str, request: Request,
     return service.lobby_out(row)
 
 
-@router.post("/{game_id}/join")
+@router.post("/{game_id}/join", responses=answers(400, 404, 409, 413))
 async def join_lobby(game_id: str, body: service.JoinIn, request: Request) -> dict[str, Any]:
     """Claim a free human seat; the token in the answer is shown only once."""
     seat = await call(service.join(request.app.state.store, game_id, body))
@@ -86,7 +85,7 @@ async def join_lobby(game_id: str, body: service.JoinIn, request: Request) -> di
     return seat
 
 
-@router.post("/{game_id}/start")
+@router.post("/{game_id}/start", responses=answers(403, 404, 409))
 async def start_lobby(game_id: str, request: Request,
                       authorization: Authorization = None) -> dict[str, Any]:
     """Start the game (the owner only); unclaimed human seats are played by scripted bots."""
@@ -105,7 +104,8 @@ DOCS_DIR = PathLib(__file__).resolve().parents[3] / "docs"
 DOC_PAGES = {"rules": "rules.md", "roles": "roles.md"}
 
 
-@modes_router.get("/docs/{page}", response_class=PlainTextResponse)
+@modes_router.get("/docs/{page}", response_class=PlainTextResponse,
+                    responses=answers(404))
 async def doc_page(page: Literal["rules", "roles"]) -> PlainTextResponse:
     """The rules or the role list (docs/*.md, Markdown) for the web client's rules page."""
     try:
