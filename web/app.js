@@ -1097,7 +1097,8 @@ function playPage(gameId) {
   const toolbar = h("div", { class: "toolbar" }, leave);
   const body = h("div");
   setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, body));
-  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar });
+  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar,
+    notesKey: `tossim.notes.${gameId}` });
   view.setConnection("connecting", "");
   let socket = null;
   let summaries = null;

@@ -129,13 +129,14 @@ function eventClass(e) {
 
 /**
  * GameView: the DOM of one game, updated from websocket messages.
- * opts: {mode: "watch" | "play", send(command) -> bool, toolbar: Node?}
+ * opts: {mode: "watch" | "play", send(command) -> bool, toolbar: Node?, notesKey: string?}
  */
 export class GameView {
   constructor(root, opts) {
     this.root = root;
     this.mode = opts.mode;
     this.send = opts.send;
+    this.notesKey = opts.notesKey || null; // where a player's notepad is kept (play mode)
     this.state = null;
     this.names = new Map();
     this.lastV = 0;
@@ -193,9 +194,10 @@ export class GameView {
     }, h("h3", { id: "summaries-h" }, "Earlier days"), this.summaryList);
     this.summarySig = "";
 
+    // the role list stays in view all game, as in Town of Salem
     this.roleListEl = h("p", { class: "small role-list", testid: "role-list" });
-    this.roleListPanel = h("details", { class: "panel role-list-panel", testid: "role-list-panel", hidden: true },
-      h("summary", null, "Roles in this game"), this.roleListEl);
+    this.roleListPanel = h("section", { class: "panel role-list-panel", testid: "role-list-panel", hidden: true,
+      "aria-labelledby": "role-list-h" }, h("h3", { id: "role-list-h" }, "Roles in this game"), this.roleListEl);
     const left = h("aside", { class: "col col-left" },
       h("section", { class: "panel", "aria-labelledby": "roster-h" },
         h("h3", { id: "roster-h" }, "Players"), this.rosterEl),
@@ -212,6 +214,7 @@ export class GameView {
     right.appendChild(this.roleCardEl);
     if (play) right.appendChild(this.buildActions());
     else right.appendChild(graveyard);
+    if (play && this.notesKey) right.appendChild(this.buildNotepad(this.notesKey));
 
     const header = h("header", { class: "game-header" },
       h("div", { class: "phase-block" }, this.phaseEl, this.countdownEl),
@@ -222,6 +225,29 @@ export class GameView {
       h("div", { class: `game mode-${this.mode}`, testid: "game" },
         header, this.resultEl,
         h("div", { class: "game-grid" }, left, center, right)));
+  }
+
+  /** A private notepad beside the will: kept in this browser only (never
+   * sent to the server), for the whole game, under `key`. */
+  buildNotepad(key) {
+    let saved = "";
+    try { saved = localStorage.getItem(key) || ""; } catch { /* storage off */ }
+    const area = h("textarea", { testid: "notepad", rows: "6", maxlength: "4000",
+      "aria-label": "Your private notes", placeholder: "Claims, results, who voted whom…" });
+    area.value = saved;
+    const status = h("span", { class: "saved", testid: "notepad-status", "aria-live": "polite" });
+    area.addEventListener("input", () => {
+      try {
+        localStorage.setItem(key, area.value);
+        setText(status, "Kept in this browser");
+      } catch {
+        setText(status, "Cannot keep notes in this browser");
+      }
+    });
+    return h("section", { class: "panel notepad", testid: "notepad-panel", "aria-labelledby": "notes-h" },
+      h("h3", { id: "notes-h" }, "Notes"),
+      h("p", { class: "hint" }, "Only you see these; they stay until you clear them."),
+      area, status);
   }
 
   buildComposer() {

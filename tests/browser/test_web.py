@@ -616,6 +616,26 @@ def test_pages_fit_the_screen_and_the_finger(browser: Any, quick_server: Server,
     assert not any(seen.values()), {k: v for k, v in seen.items() if v}
 
 
+def test_notepad_is_private_and_the_role_list_stays_in_view(page: Page, server: Server) -> None:
+    """A player's notes survive a reload and never leave the browser; the
+    game's role list is in view without opening anything."""
+    pg = page.page
+    create_and_start(page, "Nina")
+    assert pg.is_visible(tid("role-list"))  # not folded away
+    note = "P3 claimed Doctor on day 2; P5 voted P3"
+    pg.fill(tid("notepad"), note)
+    pg.wait_for_function("() => document.querySelector('[data-testid=notepad-status]')"
+                         ".textContent.includes('Kept')")
+    sent = [m for sock in pg.evaluate("window.__sockets") for m in sock["sent"]]
+    assert not any("claimed Doctor" in m for m in sent)
+    pg.reload()
+    pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    assert pg.input_value(tid("notepad")) == note
+    sent = [m for sock in pg.evaluate("window.__sockets") for m in sock["sent"]]
+    assert not any("claimed Doctor" in m for m in sent)
+    page.check_clean()
+
+
 def summary_rows(pg: Any) -> list[list[str]]:
     """The "Earlier days" panel: [day label, text] per row, top to bottom."""
     rows = pg.eval_on_selector_all(
