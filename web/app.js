@@ -557,6 +557,11 @@ function lobbyPage(lobbyId) {
   const ownerPanel = h("div", { class: "owner-controls", testid: "owner-controls", hidden: !owner },
     field("Phase speed", "lobby-speed", speedSel), startBtn);
   const joinBtn = h("button", { type: "button", class: "primary", testid: "lobby-join", hidden: true }, "Join this game");
+  // someone who followed an invite picks the name the others will see
+  const storedName = localStorage.getItem("tossim.name") || "";
+  const joinName = h("input", { type: "text", id: "join-name", testid: "join-name", maxlength: "24",
+    autocomplete: "nickname", value: storedName, placeholder: "Your name" });
+  const joinNameField = h("label", { class: "join-name", hidden: true, for: "join-name" }, "Your name ", joinName);
   const leaveBtn = h("button", { type: "button", class: "ghost", testid: "leave-seat", hidden: true }, "Leave seat");
   const note = h("p", { class: "hint", testid: "lobby-note" });
 
@@ -564,7 +569,7 @@ function lobbyPage(lobbyId) {
     title, line, roles,
     h("div", { class: "field invite" }, h("label", { for: "invite" }, "Invite link"),
       h("div", { class: "button-row" }, invite, copy)),
-    error, seatsEl, note, h("div", { class: "button-row" }, joinBtn, leaveBtn), ownerPanel,
+    error, seatsEl, note, h("div", { class: "button-row" }, joinNameField, joinBtn, leaveBtn), ownerPanel,
     h("p", null, h("a", { href: "#/", class: "button ghost" }, "Back to lobbies"))));
 
   let cat = null;
@@ -621,6 +626,7 @@ function lobbyPage(lobbyId) {
     }));
     const free = humanSeats(lobby).filter((s) => !s.claimed);
     joinBtn.hidden = Boolean(mine) || free.length === 0;
+    joinNameField.hidden = joinBtn.hidden;
     leaveBtn.hidden = !mine;
     setText(note, mine
       ? `You are ${mine.name}, seat ${mine.slot}. ${owner ? "Start when everyone is in; free human seats are played by scripted bots." : "The lobby's owner starts the game."}`
@@ -650,7 +656,9 @@ function lobbyPage(lobbyId) {
   joinBtn.addEventListener("click", async () => {
     joinBtn.disabled = true;
     try {
-      await joinLobby(lobbyId, playerName());
+      const chosen = joinName.value.trim();
+      if (chosen) localStorage.setItem("tossim.name", chosen);
+      await joinLobby(lobbyId, chosen || playerName());
       await poll(false);
     } catch (err) {
       showError(`Could not join: ${errorText(err)}`);

@@ -636,6 +636,23 @@ def test_notepad_is_private_and_the_role_list_stays_in_view(page: Page, server: 
     page.check_clean()
 
 
+def test_an_invited_player_picks_their_name(page: Page, server: Server) -> None:
+    """Following an invite link, a player types the name the others will see
+    before joining (not an invented "Guest1234")."""
+    lobby = _post(server.base, "/api/lobbies", {
+        "players": 7, "speed": "standard", "name": "Alice",
+        "seats": [{"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})
+    pg = page.page
+    pg.goto(f"{server.base}/#/lobby/{lobby['id']}")
+    pg.wait_for_selector(f"{tid('lobby-join')}:not([hidden])")
+    pg.fill(tid("join-name"), "Bob the Baker")
+    pg.click(tid("lobby-join"))
+    pg.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
+    seats = server.get(f"/api/lobbies/{lobby['id']}")["seats"]
+    assert [s.get("name") for s in seats if s["kind"] == "human"] == ["Alice", "Bob the Baker"]
+    page.check_clean()
+
+
 def summary_rows(pg: Any) -> list[list[str]]:
     """The "Earlier days" panel: [day label, text] per row, top to bottom."""
     rows = pg.eval_on_selector_all(
