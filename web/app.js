@@ -714,21 +714,14 @@ function lobbyPage(lobbyId) {
  * The "Earlier days" panel of a game page: GET /api/games/{id} (its
  * `summaries`, one per finished day) when the page opens, then again only
  * when the game's day or phase changes (night falls, dawn, the end), when the
- * socket reports the game over, or on a {"type": "summary"} message should the
- * server ever forward its bus message to sockets (it does not today).
+ * socket reports the game over, or when the server says a summary was written
+ * or replaced ({"type": "summary"}: the extractive one at nightfall, a
+ * model's when it comes). No timer: every fetch answers a message.
  * At most one request is in flight; changes meanwhile ask for one more after it.
- *
- * The server writes a day's summary just after night falls (a model may take a
- * while), so a fetch at nightfall can come too early. Then, and only then, it
- * asks again a few times (SUMMARY_RETRY_MS) until the summary is there or the phase
- * changes; the game's end has no later phase change to wait for. No timer
- * otherwise.
  *
  * Only days the page has seen end are shown (a delayed spectator stream may
  * still be in a day the server has already summarised).
  */
-const SUMMARY_RETRY_MS = [2000, 10000, 30000];
-
 function followSummaries(gameId, view, opts = {}) {
   const path = `/api/games/${encodeURIComponent(gameId)}`;
   const finished = Boolean(opts.finished); // a replay: nothing changes any more
@@ -737,19 +730,10 @@ function followSummaries(gameId, view, opts = {}) {
   let busy = false;
   let again = false;
   let stopped = false;
-  let retryTimer = null;
-  let retries = 0;
 
   const dayOver = () => at && (at.phase === "night" || at.phase === "ended");
   const shown = (s) => at && (Number(s.day) < at.day || (Number(s.day) === at.day && dayOver()));
   const show = () => view.setSummaries(all.filter(shown));
-  const maybeRetry = () => {
-    clearTimeout(retryTimer);
-    const missing = dayOver() && !all.some((s) => Number(s.day) === at.day);
-    if (missing && retries < SUMMARY_RETRY_MS.length) {
-      retryTimer = setTimeout(refresh, SUMMARY_RETRY_MS[retries++]);
-    }
-  };
 
   async function refresh() {
     if (stopped) return;
@@ -758,7 +742,6 @@ function followSummaries(gameId, view, opts = {}) {
       return;
     }
     busy = true;
-    clearTimeout(retryTimer);
     try {
       const game = await getJSON(path);
       if (!stopped) {
@@ -770,13 +753,9 @@ function followSummaries(gameId, view, opts = {}) {
       // keep what is shown; asked again below or at the next phase change
     } finally {
       busy = false;
-      if (stopped) {
-        // the page is gone
-      } else if (again) {
+      if (!stopped && again) {
         again = false;
         refresh();
-      } else {
-        maybeRetry();
       }
     }
   }
@@ -796,15 +775,12 @@ function followSummaries(gameId, view, opts = {}) {
     phase(day, phase) {
       const first = at === null;
       at = { day: Number(day) || 0, phase };
-      retries = 0;
       show();
       if (finished) return;
       if (!first) refresh(); // the first one is the page opening: fetched already
-      else if (!busy) maybeRetry();
     },
     stop() {
       stopped = true;
-      clearTimeout(retryTimer);
     },
   };
 }

@@ -93,13 +93,19 @@ async def test_a_model_summary_in_time_replaces_the_extractive_one(
     server = await server_factory(time_scale=0.2, summary_share=1.0)
     game_id, _token = await human_game(server)
     c = server.client
-    await wait_game(c, game_id, in_phase(1, "night"))
-    await backend.summary_asked.wait()
-    expected = await extractive_day1(server, game_id)
-    # nightfall published the extractive summary before the model answered
-    first = (await c.get(f"/api/games/{game_id}")).json()["summaries"]
-    assert first == [{"day": 1, "text": expected}]
-    backend.summary_gate.set()
+    async with server.ws_connect(f"/ws/games/{game_id}/watch?viewer=public") as watcher:
+        await watcher.recv_type("hello")
+        await wait_game(c, game_id, in_phase(1, "night"))
+        await backend.summary_asked.wait()
+        expected = await extractive_day1(server, game_id)
+        # nightfall published the extractive summary before the model answered,
+        # and a watching page is told so (it fetches it; no polling)
+        first = (await c.get(f"/api/games/{game_id}")).json()["summaries"]
+        assert first == [{"day": 1, "text": expected}]
+        assert (await watcher.recv_type("summary"))["day"] == 1
+        backend.summary_gate.set()
+        # the model's summary replaces it: the page is told again
+        assert (await watcher.recv_type("summary"))["day"] == 1
     got = await wait_game(c, game_id, lambda s: s["summaries"] != first, poll=0.02)
     assert got["summaries"] == [{"day": 1, "text": MODEL_SUMMARY}]
     # stored once (a replay or a resumed game sees this one) and never asked twice

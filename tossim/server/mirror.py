@@ -86,6 +86,11 @@ class GameMirror:
         self.pushes: dict[tuple[Any, ...], Push] = {}
         # (version, wall time it became visible): for delayed spectators
         self.history: list[tuple[int, float]] = []
+        # day summaries published while this mirror ran (the extractive one at
+        # nightfall, a model's when it replaces it), in order: each socket
+        # forwards the ones after its own count as {"type": "summary"}, so a
+        # page shows a new summary without polling for it
+        self.summaries: list[int] = []  # the day of each summary notice
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -138,6 +143,11 @@ class GameMirror:
         if msg.get("type") == "ended":
             self.finished = True
             self._mark()
+            return
+        if msg.get("type") == "summary":
+            if isinstance(msg.get("day"), int):
+                self.summaries.append(int(msg["day"]))
+                self._mark()
             return
         if msg.get("type") == "deadline":
             if self.game is not None and msg.get("phase_seq") == self.game.phase_seq:

@@ -203,6 +203,9 @@ class Connection:
         self.rate_n = settings.rate_limit_messages
         self.rate_window = settings.rate_limit_seconds
         self.recent: list[float] = []
+        # summary notices of the mirror forwarded so far (a socket that joins
+        # later fetches the summaries it needs with its first page load)
+        self.summaries_sent: int | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")))
@@ -348,6 +351,7 @@ class Connection:
                 if push is not None:
                     PUSHES_SENT["asgi"] += 1
                     await self.send_raw(push.text)
+                await self._send_summary_notices(mirror)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), 1.0)
@@ -373,6 +377,8 @@ class Connection:
             before = (self.sent, self.sent_deadline, self.seq, self.sent_state, self.resuming)
             push = self._next(mirror, False)
             if push is None:
+                if self._summaries_due(mirror):
+                    self.wake.set()  # the task sends the notice
                 return
             assert self.direct is not None
             try:
@@ -384,6 +390,27 @@ class Connection:
                 PUSHES_SENT["frame"] += 1
                 return
         self.wake.set()
+
+    def _summaries_due(self, mirror: GameMirror) -> bool:
+        """Summary notices this socket has not forwarded yet; never to a
+        delayed spectator (a summary of a day it has not seen end yet)."""
+        if self.delay:
+            return False
+        if self.summaries_sent is None:  # joined now: later notices only
+            self.summaries_sent = len(mirror.summaries)
+        return len(mirror.summaries) > self.summaries_sent
+
+    async def _send_summary_notices(self, mirror: GameMirror) -> None:
+        """{"type": "summary", "day": D, "version": V} for each day whose
+        summary was published or replaced since the last notice: the page
+        fetches it (GET /api/games/{id}) at once instead of polling."""
+        if not self._summaries_due(mirror):
+            return
+        assert self.summaries_sent is not None
+        days = sorted(set(mirror.summaries[self.summaries_sent:]))
+        self.summaries_sent = len(mirror.summaries)
+        for day in days:
+            await self.send({"type": "summary", "day": day, "version": self.seq})
 
     def _can_write(self) -> bool:
         """Whether a frame may go straight to the transport now: uvicorn's
