@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +181,21 @@ def demo_game_id(server: Server, timeout: float = 30) -> str:
 
 # ---- the browser ----------------------------------------------------------------------
 
+def synthetic(pg: Any) -> tuple[Callable[..., None], Callable[[], list[dict[str, Any]]]]:
+    """On the synthetic page: `show(phase, *legal)` puts a state with these
+    legal actions on it; `commands()` takes the commands the page sent since."""
+
+    def show(phase: str, *legal: dict[str, Any]) -> None:
+        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
+
+    def commands() -> list[dict[str, Any]]:
+        out = pg.evaluate("window.__commands.splice(0)")
+        assert isinstance(out, list)
+        return out
+
+    return show, commands
+
+
 @pytest.mark.browser
 def test_unsent_mafia_line_never_goes_to_everyone(page: Page, server: Server) -> None:
     """Text given back after an error, or typed and not sent, keeps the
@@ -192,13 +207,7 @@ def test_unsent_mafia_line_never_goes_to_everyone(page: Page, server: Server) ->
     pg.wait_for_selector(tid("home"))
     line = "Framer: killing 4 (the Invest). Frame 7 please."
 
-    def show(phase: str, *legal: dict[str, Any]) -> None:
-        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
-
-    def commands() -> list[dict[str, Any]]:
-        out = pg.evaluate("window.__commands.splice(0)")
-        assert isinstance(out, list)
-        return out
+    show, commands = synthetic(pg)
 
     def refused() -> None:
         pg.evaluate("window.__view.serverError({type: 'error', version: 1, "
@@ -789,13 +798,7 @@ def test_action_panel_is_built_from_legal_only(page: Page, server: Server) -> No
     pg.goto(server.base + "/#/synthetic")
     pg.wait_for_selector(tid("home"))
 
-    def show(phase: str, *legal: dict[str, Any]) -> None:
-        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
-
-    def commands() -> list[dict[str, Any]]:
-        out = pg.evaluate("window.__commands.splice(0)")
-        assert isinstance(out, list)
-        return out
+    show, commands = synthetic(pg)
 
     # Voting: one button per legal target, the tally, cancel.
     show("voting", _legal("vote", [2, 3, 4], 1), _legal("chat", options=["public"]))
