@@ -4,7 +4,10 @@ the bundled model's chat endpoint for the chat-backend and arena tests."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +15,13 @@ import pytest
 from inference.tiny_model import build_tiny_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Servers started by the tests (in process, or `tossim serve` subprocesses,
+# which inherit the environment) keep their deal secret in a data folder of
+# this run's own, never in the user's (docs/api.md, "Fair deals").
+_DATA_HOME = tempfile.mkdtemp(prefix="tossim-test-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, True)
 CACHE_DIR = REPO_ROOT / ".cache" / "tiny-model"
 
 

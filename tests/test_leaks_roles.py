@@ -74,6 +74,9 @@ class SecretChecker(LeakChecker):
                     self.fail(game, viewer.label(), "reads the Janitor's result")
 
     def check_forged(self, game: Game, slot: int) -> None:
+        for viewer in [PUBLIC_VIEWER, *(Viewer.player(q.slot) for q in game.players)]:
+            if view(game, viewer).roster[slot - 1]["death"]["forged"]:
+                self.fail(game, viewer.label(), f"the graveyard labels {slot}'s will forged")
         real = self.real_wills.get(slot, "")
         if not real:
             return
@@ -128,3 +131,37 @@ def test_checker_catches_a_shown_cleaned_role() -> None:
     death.role_shown = "Sheriff"  # as if the body showed the role
     checker.check_cleaned(game, 1)
     assert checker.problems
+
+
+def test_a_forged_will_reads_as_the_will_until_the_game_is_over() -> None:
+    """The Forger's forgery is the will the town reads, with no label (the
+    label would undo the forgery); the omniscient view and the finished
+    game's views carry it."""
+    from tossim.engine import (
+        OMNISCIENT_VIEWER,
+        NightAction,
+        PhaseTimeout,
+        WriteDeathNote,
+        WriteWill,
+        apply,
+        new_game,
+    )
+    game = new_game(GameConfig(players=6, roles=("Sheriff", "Forger", "Godfather", "Doctor",
+                                                 "Investigator", "Mafioso")))
+    apply(game, WriteWill(1, "I am the Sheriff. N1: Player 2 is suspicious."))
+    apply(game, WriteDeathNote(2, "I am the Jester, lynch me."))
+    apply(game, PhaseTimeout())  # night 1
+    apply(game, NightAction(2, (1,)))
+    apply(game, NightAction(3, (1,)))
+    apply(game, PhaseTimeout())  # dawn
+    assert game.player(1).death is not None and game.player(1).death.forged
+    for viewer in [PUBLIC_VIEWER, *(Viewer.player(q.slot) for q in game.players[1:])]:
+        death = view(game, viewer).roster[0]["death"]
+        assert death["will"] == "I am the Jester, lynch me.", viewer
+        assert death["forged"] is False, viewer
+    checker = SecretChecker()
+    checker.check_forged(game, 1)
+    assert not checker.problems
+    assert view(game, OMNISCIENT_VIEWER).roster[0]["death"]["forged"] is True
+    game.phase = Phase.ENDED  # as at the end of the game: every label is shown
+    assert view(game, PUBLIC_VIEWER).roster[0]["death"]["forged"] is True

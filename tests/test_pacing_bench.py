@@ -50,10 +50,29 @@ def test_bots_talk_varied_and_give_reasons() -> None:
 
 def test_most_days_reach_a_trial_and_town_wins_a_fair_share() -> None:
     """The scripted Town's votes meet on the player the discussion put
-    forward: over 20 seeded games of each size, well over half the days with
-    a Voting phase reach a trial, Mafia members are lynched, and the Town
-    still wins a fair share (seeded: the same figures every run)."""
-    for f in pacing_bench.run(20, seed=100, sizes=(7, 11, 15)):
+    forward: over 60 seeded games of each size (enough that a share is not
+    one lucky stretch of seeds), well over half the days with a Voting phase
+    reach a trial, Mafia members are lynched, and the Town still wins a fair
+    share (seeded: the same figures every run)."""
+    for f in pacing_bench.run(60, seed=100, sizes=(7, 11, 15)):
         assert f.trial_days >= 0.6 * f.voting_days, (f.players, f.trial_days, f.voting_days)
         assert f.lynches["mafia"] >= f.games // 2, (f.players, f.lynches)
         assert f.results["town"] >= 0.35 * f.games, (f.players, f.results)
+
+
+def test_bots_never_repeat_a_public_line_within_a_game() -> None:
+    """A line said twice reads like a script; the bots say something else or
+    nothing (docs/rules.md, pacing)."""
+    for seed in range(3):
+        game = play_match(GameConfig(players=15, seed=seed)).game
+        lines = [str(e.data["text"]) for e in game.events if e.key == "chat.public"]
+        assert len(lines) >= 40
+        assert len(set(lines)) == len(lines), [t for t in lines if lines.count(t) > 1][:3]
+
+
+def test_pacing_counts_the_town_verdicts_by_the_accuseds_faction() -> None:
+    (fig,) = pacing_bench.run(4, sizes=(15,))
+    on_town = sum(v for (f, _), v in fig.verdicts.items() if f == "town")
+    assert on_town > 0 and fig.verdicts[("town", "innocent")] > fig.verdicts[("town", "guilty")]
+    assert fig.verdicts[("mafia", "guilty")] > fig.verdicts[("mafia", "innocent")]
+    assert any("verdicts" in line for line in pacing_bench.report_lines([fig]))

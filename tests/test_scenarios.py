@@ -265,3 +265,33 @@ def test_start_that_cannot_be_reached_quietly() -> None:
 def test_missing_path_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         run_paths([tmp_path / "nope.yaml"])
+
+
+def test_a_deal_check_that_stops_early_does_not_claim_roles_were_never_dealt(
+        tmp_path: Path) -> None:
+    """After five broken deals the check stops; the seeds it did not deal say
+    nothing about which roles are never dealt."""
+    text = ("name: classic with one town member\n"
+            "deal: {mode: classic, seeds: 300}\n"
+            "expect:\n"
+            "  factions: {town: 1}\n"
+            "  sometimes: [Spy, Retributionist, Transporter, Veteran, Vigilante]\n")
+    (result,) = run_paths([_write(tmp_path, text)])
+    assert not result.passed
+    assert [f.split(": ", 2)[1] for f in result.failures[:5]] == [
+        f"seed {s}" for s in range(5)]
+    assert not any("never dealt" in f for f in result.failures), result.failures
+    assert result.failures[5].endswith(
+        "stopped after 5 problems at seed 4; `sometimes` was not checked")
+
+
+def test_every_scenario_named_in_the_rules_doc_exists() -> None:
+    """docs/rules.md lists each rule sentence beside the scenarios that prove
+    it (`file.yaml::name`); a renamed or deleted scenario must not leave the
+    list claiming coverage it no longer has."""
+    doc = (Path(__file__).parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    refs = re.findall(r"`([a-z_]+\.yaml)::([^`]+)`", doc)
+    assert len(refs) > 100
+    known = {(Path(sc.file).name, sc.name) for sc in ALL}
+    missing = [f"{f}::{n}" for f, n in refs if (f, n) not in known]
+    assert not missing, missing

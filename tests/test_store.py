@@ -538,6 +538,16 @@ async def test_summaries(store: Store) -> None:
         (1, "Day 1: quiet."), (2, "Day 2: Bo claimed Sheriff — ☃."), (2, "Day 2, later.")]
 
 
+async def test_a_model_summary_replaces_the_fallback(store: Store) -> None:
+    game_id = gid()
+    await store.create_game(game_id, CONFIG, LOBBY, seats3())
+    await store.add_summary(game_id, 1, "Votes against Bo: Al.")
+    await store.replace_summary(game_id, 1, "Al pushed Bo; nobody claimed.")
+    await store.replace_summary(game_id, 2, "Day 2 had no fallback stored.")
+    assert await store.summaries(game_id) == [
+        (1, "Al pushed Bo; nobody claimed."), (2, "Day 2 had no fallback stored.")]
+
+
 async def test_metrics_upsert(store: Store) -> None:
     game_id = gid()
     await store.create_game(game_id, CONFIG, LOBBY, seats3())

@@ -10,6 +10,7 @@ immune, a Jailor with or without executions), independently of the table.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,21 @@ def test_every_table_entry_is_a_possible_last_pair() -> None:
 def test_every_role_has_a_win_condition() -> None:
     for r in ROLES.values():
         assert r.win in WIN_CONDITIONS, r.key
+
+
+def test_the_rules_doc_lists_the_stalemate_table() -> None:
+    """docs/rules.md's "Stalemate table" has one row per entry of STALEMATES,
+    with the same two roles and the same winner."""
+    doc = (Path(__file__).parent.parent / "docs" / "rules.md").read_text(encoding="utf-8")
+    section = doc.split("### Stalemate table", 1)[1].split("\nAlso:", 1)[0]
+    names = {r.name: k for k, r in ROLES.items()}
+    rows = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 4 or " vs " not in cells[0]:
+            continue
+        pair = cells[0].replace(" without executions", "").split(" vs ")
+        rows.add((frozenset(names[n] for n in pair), cells[1]))
+    table = {(e.roles, WIN_CONDITIONS[e.winner].label.removeprefix("The "))
+             for e in STALEMATES}
+    assert rows == table

@@ -274,7 +274,9 @@ class ServerProcess:
                 "--db", self.db, "--no-resume"]
         if self.redis:
             cmd += ["--redis", self.redis]
-        env = dict(os.environ, TOSSIM_PACE=str(self.pace), TOSSIM_DEMO="false")
+        # every bench client is on this machine: no per-address limits
+        env = dict(os.environ, TOSSIM_PACE=str(self.pace), TOSSIM_DEMO="false",
+                   TOSSIM_LOBBY_RATE_LIMIT="1000000", TOSSIM_MAX_CONNECTIONS_PER_CLIENT="0")
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL)

@@ -239,6 +239,12 @@ def serve(
         load_catalogue(settings.models)  # a broken catalogue stops the start, clearly
     except CatalogueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--models") from None
+    from tossim.server.settings import StartRefused
+    try:
+        settings.check_start()  # a deal secret or worker token others could have
+    except StartRefused as exc:
+        typer.echo(f"tossim serve: {exc}", err=True)
+        raise typer.Exit(2) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     if demo:
@@ -249,7 +255,26 @@ def serve(
     server_app = create_app(settings)
     tune_gc()
     uvicorn.run(server_app, host=host, port=port, log_level="info",
-                http=bounded_http_protocol(), ws_per_message_deflate=settings.ws_compression)
+                http=bounded_http_protocol(settings),
+                ws_per_message_deflate=settings.ws_compression)
+
+
+@app.command("new-secret")
+def new_secret(
+    file: Path | None = typer.Option(None, help="Where to write it (default: "
+                                                "$TOSSIM_SECRET_FILE, else "
+                                                "$XDG_DATA_HOME/tossim/server-secret)."),
+) -> None:
+    """Make a new deal secret (mode 0600, outside any git work tree), replacing
+    the old one: fair deals of games not yet started come from it."""
+    from tossim.server.settings import Settings, StartRefused, write_new_secret
+
+    path = file.expanduser() if file is not None else Settings().secret_path()
+    try:
+        write_new_secret(path)
+    except StartRefused as exc:
+        raise typer.BadParameter(str(exc), param_hint="--file") from None
+    typer.echo(f"wrote a new deal secret to {path}")
 
 
 @app.command()
@@ -354,8 +379,9 @@ def bench_engine(
 ) -> None:
     """Complete games of one mode with scripted bots on one core: games/s and
     events/s, with an engine-only replay of the same command logs as the
-    baseline, and the winner distribution."""
+    baseline, and the winner distribution with 95% Wilson intervals."""
     from tossim.agents.match import play_match
+    from tossim.bench_engine import Outcomes, report_lines
     from tossim.engine.modes import get_mode
 
     _pin_one_core()
@@ -364,6 +390,7 @@ def bench_engine(
     logs: list[tuple[GameConfig, list[dict[str, Any]]]] = []
     events = 0
     results: Counter[str] = Counter()
+    outcomes = Outcomes()
     gc.collect()
     t0 = time.perf_counter()
     for c in configs:
@@ -371,6 +398,7 @@ def bench_engine(
         events += len(game.events)
         logs.append((c, game.commands))  # keep the logs, not the games
         results[game.result or "unfinished"] += 1  # an exception stops the bench
+        outcomes.add(game)
         for w in game.winners:
             if game.player(w).spec.win in ("jester", "executioner"):
                 results[f"co-win {game.player(w).original_role}->{game.player(w).role}"] += 1
@@ -390,6 +418,8 @@ def bench_engine(
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
+    for line in report_lines(outcomes):
+        typer.echo(line)
 
 
 @bench_app.command("pacing")

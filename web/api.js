@@ -52,6 +52,13 @@ function detailText(data) {
 }
 
 export const getJSON = (path) => api("GET", path);
+
+/** GET /api/roles once per page load: role cards and death texts. */
+let factsPromise = null;
+export function loadRoleFacts() {
+  if (!factsPromise) factsPromise = getJSON("/api/roles").catch(() => ({ roles: [], causes: {} }));
+  return factsPromise;
+}
 export const postJSON = (path, body) => api("POST", path, body ?? {});
 
 /** A list from a response that is either a bare array or {key: [...]}. */

@@ -6,9 +6,9 @@
 //                               v: open at that event version (a moment link)
 //   #/rules, #/roles            the rules and the roles (docs/rules.md, docs/roles.md)
 
-import { ApiError, GameSocket, getJSON, listOf, postJSON, api } from "./api.js";
+import { ApiError, GameSocket, getJSON, listOf, loadRoleFacts, postJSON, api } from "./api.js";
 import { h, setChildren, setText, syncSelect } from "./dom.js";
-import { GameView, phaseTitle, resultText } from "./render.js";
+import { GameView, allRoleFacts, phaseTitle, resultText, roleStats, setRoleFacts } from "./render.js";
 import { ReplayBar, derive } from "./replay.js";
 import { ThinkingPanel } from "./thinking.js";
 import { renderMarkdown } from "./markdown.js";
@@ -168,7 +168,8 @@ function route() {
     page = watchPage(parts[1], params.get("viewer") || "public", v !== null && /^\d+$/.test(v) ? Number(v) : null);
   } else if (parts[0] === "play" && parts[1]) page = playPage(parts[1]);
   else if (parts[0] === "lobby" && parts[1]) page = lobbyPage(parts[1]);
-  else if (parts[0] === "rules" || parts[0] === "roles") page = docPage(parts[0]);
+  else if (parts[0] === "roles") page = rolesPage();
+  else if (parts[0] === "rules") page = docPage(parts[0]);
   else page = homePage();
   root.focus({ preventScroll: true });
   window.scrollTo(0, 0);
@@ -556,6 +557,11 @@ function lobbyPage(lobbyId) {
   const ownerPanel = h("div", { class: "owner-controls", testid: "owner-controls", hidden: !owner },
     field("Phase speed", "lobby-speed", speedSel), startBtn);
   const joinBtn = h("button", { type: "button", class: "primary", testid: "lobby-join", hidden: true }, "Join this game");
+  // someone who followed an invite picks the name the others will see
+  const storedName = localStorage.getItem("tossim.name") || "";
+  const joinName = h("input", { type: "text", id: "join-name", testid: "join-name", maxlength: "24",
+    autocomplete: "nickname", value: storedName, placeholder: "Your name" });
+  const joinNameField = h("label", { class: "join-name", hidden: true, for: "join-name" }, "Your name ", joinName);
   const leaveBtn = h("button", { type: "button", class: "ghost", testid: "leave-seat", hidden: true }, "Leave seat");
   const note = h("p", { class: "hint", testid: "lobby-note" });
 
@@ -563,7 +569,7 @@ function lobbyPage(lobbyId) {
     title, line, roles,
     h("div", { class: "field invite" }, h("label", { for: "invite" }, "Invite link"),
       h("div", { class: "button-row" }, invite, copy)),
-    error, seatsEl, note, h("div", { class: "button-row" }, joinBtn, leaveBtn), ownerPanel,
+    error, seatsEl, note, h("div", { class: "button-row" }, joinNameField, joinBtn, leaveBtn), ownerPanel,
     h("p", null, h("a", { href: "#/", class: "button ghost" }, "Back to lobbies"))));
 
   let cat = null;
@@ -620,6 +626,7 @@ function lobbyPage(lobbyId) {
     }));
     const free = humanSeats(lobby).filter((s) => !s.claimed);
     joinBtn.hidden = Boolean(mine) || free.length === 0;
+    joinNameField.hidden = joinBtn.hidden;
     leaveBtn.hidden = !mine;
     setText(note, mine
       ? `You are ${mine.name}, seat ${mine.slot}. ${owner ? "Start when everyone is in; free human seats are played by scripted bots." : "The lobby's owner starts the game."}`
@@ -649,7 +656,9 @@ function lobbyPage(lobbyId) {
   joinBtn.addEventListener("click", async () => {
     joinBtn.disabled = true;
     try {
-      await joinLobby(lobbyId, playerName());
+      const chosen = joinName.value.trim();
+      if (chosen) localStorage.setItem("tossim.name", chosen);
+      await joinLobby(lobbyId, chosen || playerName());
       await poll(false);
     } catch (err) {
       showError(`Could not join: ${errorText(err)}`);
@@ -705,21 +714,14 @@ function lobbyPage(lobbyId) {
  * The "Earlier days" panel of a game page: GET /api/games/{id} (its
  * `summaries`, one per finished day) when the page opens, then again only
  * when the game's day or phase changes (night falls, dawn, the end), when the
- * socket reports the game over, or on a {"type": "summary"} message should the
- * server ever forward its bus message to sockets (it does not today).
+ * socket reports the game over, or when the server says a summary was written
+ * or replaced ({"type": "summary"}: the extractive one at nightfall, a
+ * model's when it comes). No timer: every fetch answers a message.
  * At most one request is in flight; changes meanwhile ask for one more after it.
- *
- * The server writes a day's summary just after night falls (a model may take a
- * while), so a fetch at nightfall can come too early. Then, and only then, it
- * asks again a few times (SUMMARY_RETRY_MS) until the summary is there or the phase
- * changes; the game's end has no later phase change to wait for. No timer
- * otherwise.
  *
  * Only days the page has seen end are shown (a delayed spectator stream may
  * still be in a day the server has already summarised).
  */
-const SUMMARY_RETRY_MS = [2000, 10000, 30000];
-
 function followSummaries(gameId, view, opts = {}) {
   const path = `/api/games/${encodeURIComponent(gameId)}`;
   const finished = Boolean(opts.finished); // a replay: nothing changes any more
@@ -728,19 +730,10 @@ function followSummaries(gameId, view, opts = {}) {
   let busy = false;
   let again = false;
   let stopped = false;
-  let retryTimer = null;
-  let retries = 0;
 
   const dayOver = () => at && (at.phase === "night" || at.phase === "ended");
   const shown = (s) => at && (Number(s.day) < at.day || (Number(s.day) === at.day && dayOver()));
   const show = () => view.setSummaries(all.filter(shown));
-  const maybeRetry = () => {
-    clearTimeout(retryTimer);
-    const missing = dayOver() && !all.some((s) => Number(s.day) === at.day);
-    if (missing && retries < SUMMARY_RETRY_MS.length) {
-      retryTimer = setTimeout(refresh, SUMMARY_RETRY_MS[retries++]);
-    }
-  };
 
   async function refresh() {
     if (stopped) return;
@@ -749,7 +742,6 @@ function followSummaries(gameId, view, opts = {}) {
       return;
     }
     busy = true;
-    clearTimeout(retryTimer);
     try {
       const game = await getJSON(path);
       if (!stopped) {
@@ -761,13 +753,9 @@ function followSummaries(gameId, view, opts = {}) {
       // keep what is shown; asked again below or at the next phase change
     } finally {
       busy = false;
-      if (stopped) {
-        // the page is gone
-      } else if (again) {
+      if (!stopped && again) {
         again = false;
         refresh();
-      } else {
-        maybeRetry();
       }
     }
   }
@@ -787,15 +775,12 @@ function followSummaries(gameId, view, opts = {}) {
     phase(day, phase) {
       const first = at === null;
       at = { day: Number(day) || 0, phase };
-      retries = 0;
       show();
       if (finished) return;
       if (!first) refresh(); // the first one is the page opening: fetched already
-      else if (!busy) maybeRetry();
     },
     stop() {
       stopped = true;
-      clearTimeout(retryTimer);
     },
   };
 }
@@ -1096,7 +1081,8 @@ function playPage(gameId) {
   const toolbar = h("div", { class: "toolbar" }, leave);
   const body = h("div");
   setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, body));
-  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar });
+  const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar,
+    notesKey: `tossim.notes.${gameId}` });
   view.setConnection("connecting", "");
   let socket = null;
   let summaries = null;
@@ -1156,4 +1142,35 @@ function docPage(name) {
   return null;
 }
 
-route();
+const FACTION_TITLE = { town: "Town", mafia: "Mafia", neutral: "Neutral" };
+
+/** The Roles page: a player's card for every role, grouped by faction. */
+function rolesPage() {
+  document.title = "Roles · ToSSim";
+  const cards = allRoleFacts();
+  if (!cards.length) return docPage("roles");  // no facts: the reference page
+  const groups = new Map();
+  for (const c of cards) {
+    if (!groups.has(c.faction)) groups.set(c.faction, []);
+    groups.get(c.faction).push(c);
+  }
+  setChildren(root, h("div", { class: "roles-page", testid: "roles-page" },
+    h("h2", null, "Roles"),
+    [...groups].map(([faction, list]) => h("section", { class: "role-group" },
+      h("h3", null, FACTION_TITLE[faction] || faction),
+      h("div", { class: "role-cards" }, list.map((c) => h("article", {
+        class: "panel role-card", testid: `role-${c.key}`, "data-faction": c.faction },
+        h("div", { class: "role-name" }, c.name),
+        h("div", { class: "alignment" }, c.alignment),
+        h("p", { class: "summary" }, c.summary),
+        c.abilities.length ? h("p", { class: "abilities" }, c.abilities.join(" · ")) : null,
+        h("p", { class: "goal" }, h("strong", null, "Goal: "), c.goal),
+        roleStats(c),
+        h("p", { class: "muted small" },
+          `Sheriff: ${c.sheriff}. Investigator: ${c.investigator.join(", ") || "no group"}.`))))))));
+  return null;
+}
+
+// Role facts first (role cards, death texts), then the page; a failed load
+// leaves them empty and the pages fall back to keys and the reference text.
+loadRoleFacts().then(setRoleFacts).finally(route);

@@ -19,26 +19,24 @@ const PHASE_LABEL = {
   ended: "Game over",
 };
 
-// tossim/engine/messages.py CAUSE_TEXT
-const CAUSE_TEXT = {
-  mafia: "killed by a member of the Mafia",
-  serial_killer: "stabbed by a Serial Killer",
-  sk_blocker: "stabbed by a Serial Killer",
-  sk_jailed: "stabbed by a Serial Killer",
-  vigilante: "shot by a Vigilante",
-  veteran: "shot by a Veteran",
-  bodyguard: "killed by a Bodyguard",
-  bodyguard_sacrifice: "killed protecting someone",
-  jailor: "executed by the Jailor",
-  haunt: "haunted by the Jester",
-  guilt: "killed by their own guilt",
-  lynch: "lynched by the town",
-  arsonist: "incinerated by an Arsonist",
-  werewolf: "mauled by a Werewolf",
-  werewolf_jailed: "mauled by a Werewolf",
-  vampire: "bitten by a Vampire",
-  vampire_hunter: "staked by a Vampire Hunter",
-};
+// Role facts from the registry (GET /api/roles, tossim/engine/roles/cards.py):
+// every role's card and the death causes' texts. app.js loads them once
+// before the first page; until then a cause shows as its key.
+const FACTS = { roles: new Map(), causes: {} };
+
+export function setRoleFacts(data) {
+  FACTS.roles = new Map(((data && data.roles) || []).map((r) => [r.key, r]));
+  FACTS.causes = (data && data.causes) || {};
+}
+
+export function roleFact(key) {
+  return FACTS.roles.get(key) || null;
+}
+
+export function allRoleFacts() {
+  return [...FACTS.roles.values()];
+}
+
 
 const RESULT_TEXT = {
   town: "The Town won.",
@@ -76,6 +74,18 @@ const NAMED_EVENT_CLASSES = [
   [/^(dawn|lynch\.(death|will|jester))|^(trial\.start|judge\.(lynch|pardon)|trial\.limit|mayor\.reveal)$/, "announce"],
   [/^(vote\.|judge\.(cast|changed|vote)$|chat\.whisper_notice$)/, "notice"],
 ];
+
+/** Attack, defense and attributes of a role card (null when facts are missing). */
+export function roleStats(fact) {
+  if (!fact) return null;
+  return h("div", { class: "role-stats", testid: "role-stats" },
+    h("dl", { class: "attack-defense" },
+      h("dt", null, "Attack"), h("dd", { testid: "role-attack" }, fact.attack),
+      h("dt", null, "Defense"), h("dd", { testid: "role-defense" }, fact.defense)),
+    fact.attributes.length
+      ? h("ul", { class: "attributes", testid: "role-attributes" }, fact.attributes.map((a) => h("li", null, a)))
+      : null);
+}
 
 export const MAX_CHAT = 500;
 export const MAX_WILL = 400;
@@ -119,19 +129,24 @@ function eventClass(e) {
 
 /**
  * GameView: the DOM of one game, updated from websocket messages.
- * opts: {mode: "watch" | "play", send(command) -> bool, toolbar: Node?}
+ * opts: {mode: "watch" | "play", send(command) -> bool, toolbar: Node?, notesKey: string?}
  */
 export class GameView {
   constructor(root, opts) {
     this.root = root;
     this.mode = opts.mode;
     this.send = opts.send;
+    this.notesKey = opts.notesKey || null; // where a player's notepad is kept (play mode)
     this.state = null;
     this.names = new Map();
     this.lastV = 0;
     this.unread = 0;
     this.errorTimer = null;
+    // the chat just sent, {text, choice}, until it shows in the log or is refused
     this.pendingChat = null;
+    // where the text in the chat box is meant to go ("c:mafia", "w:4"): typed
+    // at night for the Mafia, it must never go to Everyone the next morning
+    this.draftChoice = null;
     this.seats = new Map(); // slot -> the game summary's seat (kind, backend/model)
     this.speed = "";
     this.build(opts.toolbar);
@@ -179,9 +194,10 @@ export class GameView {
     }, h("h3", { id: "summaries-h" }, "Earlier days"), this.summaryList);
     this.summarySig = "";
 
+    // the role list stays in view all game, as in Town of Salem
     this.roleListEl = h("p", { class: "small role-list", testid: "role-list" });
-    this.roleListPanel = h("details", { class: "panel role-list-panel", testid: "role-list-panel", hidden: true },
-      h("summary", null, "Roles in this game"), this.roleListEl);
+    this.roleListPanel = h("section", { class: "panel role-list-panel", testid: "role-list-panel", hidden: true,
+      "aria-labelledby": "role-list-h" }, h("h3", { id: "role-list-h" }, "Roles in this game"), this.roleListEl);
     const left = h("aside", { class: "col col-left" },
       h("section", { class: "panel", "aria-labelledby": "roster-h" },
         h("h3", { id: "roster-h" }, "Players"), this.rosterEl),
@@ -198,6 +214,7 @@ export class GameView {
     right.appendChild(this.roleCardEl);
     if (play) right.appendChild(this.buildActions());
     else right.appendChild(graveyard);
+    if (play && this.notesKey) right.appendChild(this.buildNotepad(this.notesKey));
 
     const header = h("header", { class: "game-header" },
       h("div", { class: "phase-block" }, this.phaseEl, this.countdownEl),
@@ -210,6 +227,29 @@ export class GameView {
         h("div", { class: "game-grid" }, left, center, right)));
   }
 
+  /** A private notepad beside the will: kept in this browser only (never
+   * sent to the server), for the whole game, under `key`. */
+  buildNotepad(key) {
+    let saved = "";
+    try { saved = localStorage.getItem(key) || ""; } catch { /* storage off */ }
+    const area = h("textarea", { testid: "notepad", rows: "6", maxlength: "4000",
+      "aria-label": "Your private notes", placeholder: "Claims, results, who voted whom…" });
+    area.value = saved;
+    const status = h("span", { class: "saved", testid: "notepad-status", "aria-live": "polite" });
+    area.addEventListener("input", () => {
+      try {
+        localStorage.setItem(key, area.value);
+        setText(status, "Kept in this browser");
+      } catch {
+        setText(status, "Cannot keep notes in this browser");
+      }
+    });
+    return h("section", { class: "panel notepad", testid: "notepad-panel", "aria-labelledby": "notes-h" },
+      h("h3", { id: "notes-h" }, "Notes"),
+      h("p", { class: "hint" }, "Only you see these; they stay until you clear them."),
+      area, status);
+  }
+
   buildComposer() {
     this.chatTo = h("select", { id: "chat-to", testid: "chat-to", "aria-label": "Send to", hidden: true });
     this.chatInput = h("input", {
@@ -219,7 +259,15 @@ export class GameView {
     });
     this.chatCount = h("span", { class: "counter", testid: "chat-count", "aria-live": "off" });
     this.chatSend = h("button", { type: "submit", testid: "chat-send", class: "primary" }, "Send");
-    this.chatInput.addEventListener("input", () => this.updateChatCount());
+    this.chatInput.addEventListener("input", () => {
+      this.updateChatCount();
+      if (!this.chatInput.value) this.draftChoice = null;
+      else if (this.draftChoice === null) this.draftChoice = this.currentChoice();
+    });
+    // choosing another channel for the text is the user's own decision
+    this.chatTo.addEventListener("change", () => {
+      if (this.chatInput.value) this.draftChoice = this.currentChoice();
+    });
     this.composer = h("form", {
       class: "composer", testid: "composer",
       onsubmit: (ev) => {
@@ -552,7 +600,7 @@ export class GameView {
     setChildren(this.graveEl, dead.map((p) => {
       const d = p.death || {};
       const when = d.day ? `${d.at_night ? "Night" : "Day"} ${d.day}` : "";
-      const causes = (d.causes || []).map((c) => CAUSE_TEXT[c] || c).join(", ");
+      const causes = (d.causes || []).map((c) => FACTS.causes[c] || c).join(", ");
       const parts = [
         h("div", { class: "grave-head" },
           h("span", { class: "name" }, p.name),
@@ -602,6 +650,7 @@ export class GameView {
       you.jailed ? h("div", { class: "badge jail-badge" }, "You are in jail") : null,
       you.summary ? h("p", { class: "summary" }, you.summary) : null,
       you.goal ? h("p", { class: "goal" }, h("strong", null, "Goal: "), you.goal) : null,
+      roleStats(roleFact(you.role_key)),
       extras.length ? h("ul", { class: "extras" }, extras.map((x) => h("li", null, x))) : null);
   }
 
@@ -620,6 +669,7 @@ export class GameView {
     if (whisper) for (const t of whisper.targets) to.push({ value: `w:${t}`, label: `Whisper to ${label(t)}` });
     syncSelect(this.chatTo, to);
     this.chatTo.hidden = to.length < 2;
+    this.checkDraft();
     const canTalk = to.length > 0;
     this.chatInput.disabled = !canTalk;
     this.chatSend.disabled = !canTalk;
@@ -732,20 +782,60 @@ export class GameView {
     this.command({ type: "night", targets });
   }
 
+  /** The composer's target now: "c:<channel>" or "w:<slot>" ("" when none). */
+  currentChoice() {
+    return this.chatTo.value || (this.chatTo.options[0] && this.chatTo.options[0].value) || "";
+  }
+
+  /** Text in the box keeps the channel (or whisper target) it was written
+   * for: selected again while that channel is open, dropped (with a note)
+   * once the composer offers others instead, so that a Mafia line typed at
+   * night, or given back after an error, is never posted to Everyone by the
+   * next Enter (docs/api.md, "Unsent chat"). While the seat cannot talk at
+   * all, the text waits. */
+  checkDraft() {
+    if (!this.chatInput.value) {
+      this.draftChoice = null;
+      return;
+    }
+    const choice = this.draftChoice;
+    const offered = [...this.chatTo.options].map((o) => o.value);
+    if (choice === null || offered.length === 0) return;
+    if (offered.includes(choice)) {
+      this.chatTo.value = choice;
+      return;
+    }
+    this.chatInput.value = "";
+    this.draftChoice = null;
+    this.updateChatCount();
+    this.showError(`Your unsent message to ${this.choiceLabel(choice)} was dropped: `
+      + "that chat is closed now.");
+  }
+
+  choiceLabel(choice) {
+    if (choice.startsWith("w:")) return `${this.name(Number(choice.slice(2)))} (whisper)`;
+    const ch = choice.slice(2);
+    return CHANNEL_LABEL[ch] || capitalize(ch);
+  }
+
   sendChat() {
+    this.checkDraft();
     const text = this.chatInput.value;
     if (!text.trim()) return;
-    const choice = this.chatTo.value || (this.chatTo.options[0] && this.chatTo.options[0].value) || "";
+    const choice = this.currentChoice();
     let command;
     if (choice.startsWith("w:")) {
       command = { type: "whisper", target: Number(choice.slice(2)), text };
     } else {
       command = { type: "chat", text };
-      if (this.chatTo.options.length > 1 && choice.startsWith("c:")) command.channel = choice.slice(2);
+      // always named: a line for the Mafia that reaches the server after
+      // the night has ended is refused, never posted in the day's channel
+      if (choice.startsWith("c:")) command.channel = choice.slice(2);
     }
     if (this.command(command)) {
-      this.pendingChat = text;
+      this.pendingChat = { text, choice };
       this.chatInput.value = "";
+      this.draftChoice = null;
       this.updateChatCount();
     }
   }
@@ -790,8 +880,12 @@ export class GameView {
   serverError(msg) {
     this.showError(msg.error || "The server refused that.", msg.candidates);
     if (this.pendingChat && this.chatInput && !this.chatInput.value) {
-      this.chatInput.value = this.pendingChat; // give the unsent text back
+      // give the unsent text back, for the channel it was written for
+      this.chatInput.value = this.pendingChat.text;
+      this.draftChoice = this.pendingChat.choice;
       this.updateChatCount();
+      this.pendingChat = null;
+      this.checkDraft();
     }
     this.pendingChat = null;
     for (const note of Object.values(this.notes || {})) {

@@ -34,8 +34,40 @@ if not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed chromium")
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "free_port", "get_json", "sync_api",
-           "write_store"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "PHONE", "DESKTOP", "REPO", "free_port", "get_json",
+           "layout_problems", "sync_api", "write_store"]
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
+
+
+def layout_problems(pg: Any, *, touch: bool) -> list[str]:
+    """What a person would trip over on this page at its viewport size: a
+    page wider than the screen (sideways scrolling), and on a touch screen
+    any visible control smaller than 44 x 44 px (WCAG 2.5.5). Controls placed
+    off-screen on purpose (the skip link until focused) and links inside a
+    sentence (the standard's "inline" exception) do not count."""
+    width = pg.evaluate("document.documentElement.scrollWidth")
+    inner = pg.evaluate("window.innerWidth")
+    problems = [f"page is {width}px wide on a {inner}px screen"] if width > inner else []
+    if touch:
+        small = pg.evaluate("""() => [...document.querySelectorAll(
+            'a[href], button, select, input, textarea, summary, label:has(> input)')]
+          .filter(e => e.offsetParent !== null && !e.disabled)
+          // a link inside a sentence is exempt (WCAG 2.5.5 "inline")
+          .filter(e => !(e.tagName === 'A' && getComputedStyle(e).display === 'inline'
+                         && e.parentElement && e.parentElement.textContent.trim().length
+                            > e.textContent.trim().length))
+          .map(e => [e, e.getBoundingClientRect()])
+          .filter(([e, r]) => r.right > 0 && r.bottom > 0 && r.width > 0
+                  && !(e.closest('label') && e.closest('label') !== e
+                       && e.closest('label').getBoundingClientRect().height >= 44))
+          .filter(([e, r]) => r.width < 44 || r.height < 44)
+          .map(([e, r]) => `${e.tagName.toLowerCase()} "${(e.textContent || e.getAttribute(
+               'data-testid') || '').trim().slice(0, 24)}" ${Math.round(r.width)}x${Math.round(
+               r.height)}`)""")
+        problems += [f"small tap target: {x}" for x in small]
+    return problems
 
 
 def free_port() -> int:

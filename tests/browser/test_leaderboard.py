@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from .support import CHROMIUM, CHROMIUM_ARGS, REPO, free_port, get_json, sync_api
+from .support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DESKTOP,
+    PHONE,
+    REPO,
+    free_port,
+    get_json,
+    layout_problems,
+    sync_api,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -55,6 +65,23 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_leaderboard_fits_the_screen(base: str, viewport: dict[str, int]) -> None:
+    """The wide tables scroll inside their box; the page itself never
+    scrolls sideways, and on a phone every control takes a finger."""
+    touch = viewport is PHONE
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=viewport, has_touch=touch)
+        page.goto(base + "/leaderboard.html")
+        page.get_by_test_id("leaderboard-table").wait_for(timeout=15000)
+        problems = layout_problems(page, touch=touch)
+        page.screenshot(path=f"/tmp/tossim-leaderboard-{'phone' if touch else 'desktop'}.png",
+                        full_page=True)
+        browser.close()
+    assert not problems, problems
 
 
 def test_leaderboard_page_shows_the_arena(base: str) -> None:

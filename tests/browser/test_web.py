@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,12 @@ import pytest
 from .support import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    DESKTOP,
+    PHONE,
     REPO,
     free_port,
     get_json,
+    layout_problems,
     sync_api,
     write_store,
 )
@@ -88,6 +91,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *, time_scale: str,
     # moves; the bundled-model demo is covered by tests/server and tests/inference
     env["TOSSIM_DEMO_BACKEND"] = "scripted"
     env.pop("TOSSIM_SPECTATOR_DELAY", None)
+    env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"  # the pages make many lobbies from one address
     db = f"sqlite+aiosqlite:///{tmp}/t.db"
     cmd = [*_tossim_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
            "--db", db, *(["--demo"] if demo else [])]
@@ -176,6 +180,83 @@ def demo_game_id(server: Server, timeout: float = 30) -> str:
 
 
 # ---- the browser ----------------------------------------------------------------------
+
+def synthetic(pg: Any) -> tuple[Callable[..., None], Callable[[], list[dict[str, Any]]]]:
+    """On the synthetic page: `show(phase, *legal)` puts a state with these
+    legal actions on it; `commands()` takes the commands the page sent since."""
+
+    def show(phase: str, *legal: dict[str, Any]) -> None:
+        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
+
+    def commands() -> list[dict[str, Any]]:
+        out = pg.evaluate("window.__commands.splice(0)")
+        assert isinstance(out, list)
+        return out
+
+    return show, commands
+
+
+@pytest.mark.browser
+def test_unsent_mafia_line_never_goes_to_everyone(page: Page, server: Server) -> None:
+    """Text given back after an error, or typed and not sent, keeps the
+    channel it was written for: kept while that channel is open, dropped once
+    the composer offers others (the next day's "Everyone"), so Enter never
+    posts a Mafia line publicly. (A synthetic state: no game needed.)"""
+    pg = page.page
+    pg.goto(server.base + "/#/synthetic")
+    pg.wait_for_selector(tid("home"))
+    line = "Framer: killing 4 (the Invest). Frame 7 please."
+
+    show, commands = synthetic(pg)
+
+    def refused() -> None:
+        pg.evaluate("window.__view.serverError({type: 'error', version: 1, "
+                    "error: 'too many chat messages from this seat'})")
+
+    night = ("night", _legal("chat", options=["mafia"]))
+    day = ("discussion", _legal("chat", options=["public"]))
+    # sent at night, refused: the text comes back, still for the Mafia
+    show(*night)
+    pg.fill(tid("chat-input"), line)
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": line, "channel": "mafia"}]
+    refused()
+    assert pg.input_value(tid("chat-input")) == line
+    show(*night)  # the same night goes on: kept
+    assert pg.input_value(tid("chat-input")) == line
+    # morning: the only channel is Everyone; the line is dropped, with a note
+    show(*day)
+    assert pg.input_value(tid("chat-input")) == ""
+    assert "unsent message to Mafia chat was dropped" in pg.text_content(tid("error"))
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == []
+
+    # an error that comes back after the morning drops it at once
+    show(*night)
+    pg.fill(tid("chat-input"), line)
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": line, "channel": "mafia"}]
+    show(*day)
+    refused()
+    assert pg.input_value(tid("chat-input")) == ""
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == []
+
+    # typed at night and never sent: the same
+    show("night", _legal("chat", options=["mafia", "dead"]))
+    pg.select_option(tid("chat-to"), "c:mafia")
+    pg.fill(tid("chat-input"), line)
+    show(*day)
+    assert pg.input_value(tid("chat-input")) == ""
+    # a line for Everyone that the server refused comes back for Everyone
+    pg.fill(tid("chat-input"), "hello town")
+    pg.press(tid("chat-input"), "Enter")
+    refused()
+    assert pg.input_value(tid("chat-input")) == "hello town"
+    pg.press(tid("chat-input"), "Enter")
+    assert commands() == [{"type": "chat", "text": "hello town", "channel": "public"}] * 2
+    page.check_clean()
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
@@ -308,6 +389,11 @@ def test_play_a_seat_role_will_and_chat_is_text(page: Page, server: Server) -> N
     create_and_start(page, "Alice")
     role = pg.text_content(tid("role-name")).strip()
     assert role and role != "?"
+    # the role card shows the registry's attack and defense, as in the game
+    card = pg.evaluate("fetch('/api/roles').then(r => r.json())")
+    fact = next(r for r in card["roles"] if r["name"] == role)
+    assert pg.text_content(tid("role-attack")) == fact["attack"]
+    assert pg.text_content(tid("role-defense")) == fact["defense"]
     me = pg.wait_for_selector(tid("roster-1"))
     assert "you" in (me.get_attribute("class") or "").split()
     assert "Alice" in me.text_content() and role in me.text_content()
@@ -464,6 +550,118 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     page.check_clean()
 
 
+def test_api_docs_render_with_the_network_cut(page: Page, server: Server) -> None:
+    """/docs (Swagger UI) loads its script and styles from this server, so it
+    renders the API with every request off the server refused."""
+    pg = page.page
+    pg.route("**/*", lambda route: route.abort() if not route.request.url.startswith(
+        server.base) else route.continue_())
+    pg.goto(f"{server.base}/docs")
+    pg.wait_for_selector(".swagger-ui .opblock-summary-path", timeout=20000)
+    paths = pg.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.textContent)")
+    assert any("/api/lobbies" in p for p in paths)
+    page.check_clean()
+
+
+def test_roles_page_shows_a_players_card_for_every_role(page: Page, server: Server) -> None:
+    """Alignment, goal, attack, defense and attributes for each role, from
+    the registry (GET /api/roles), not the developers' reference table."""
+    pg = page.page
+    pg.goto(f"{server.base}/#/roles")
+    pg.wait_for_selector(tid("roles-page"))
+    facts = server.get("/api/roles")["roles"]
+    assert len(pg.query_selector_all(f"{tid('roles-page')} article.role-card")) == len(facts)
+    jailor = pg.text_content(tid("role-jailor"))
+    assert "Town Killing" in jailor and "Unstoppable" in jailor and "Unique" in jailor
+    assert "priority" not in pg.text_content(tid("roles-page")).lower()
+    page.check_clean()
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_pages_fit_the_screen_and_the_finger(browser: Any, quick_server: Server,
+                                             size: str) -> None:
+    """At 390 x 844 (a phone) and 1440 x 900: home, lobby, the game page of a
+    living player in a day phase with a whisper open, a replay and the Roles
+    page never scroll sideways, and on the phone every control is at least
+    44 x 44 px."""
+    touch = size == "phone"
+    context = browser.new_context(viewport=PHONE if touch else DESKTOP, has_touch=touch)
+    p = Page(context.new_page(), quick_server.base)
+    pg = p.page
+    pg.set_default_timeout(30000)
+    seen: dict[str, list[str]] = {}
+    try:
+        pg.goto(quick_server.base + "/#/")
+        pg.wait_for_selector(tid("create-submit"))
+        seen["home"] = layout_problems(pg, touch=touch)
+        pg.fill(tid("player-name"), "Alice")
+        pg.dispatch_event(tid("player-name"), "change")
+        pg.wait_for_selector(tid("create-seat-7"))
+        pg.fill(tid("create-players"), "7")
+        pg.select_option(tid("create-speed"), "standard")
+        pg.click(tid("create-submit"))
+        pg.wait_for_selector(tid("lobby-seat-row-1"))
+        seen["lobby"] = layout_problems(pg, touch=touch)
+        pg.click(tid("start-game"))
+        pg.wait_for_function("() => window.tossim && window.tossim.state && "
+                             "window.tossim.state.phase === 'discussion'")
+        whisper = pg.eval_on_selector(tid("chat-to"), "s => [...s.options].map(o => o.value)"
+                                      ".find(v => v.startsWith('w:'))")
+        pg.select_option(tid("chat-to"), whisper)
+        pg.fill(tid("chat-input"), "meet me tonight")
+        seen["game, whisper open"] = layout_problems(pg, touch=touch)
+        gid = finished_game(quick_server)
+        pg.goto(f"{quick_server.base}/#/watch/{gid}")
+        pg.wait_for_selector(tid("replay-bar"))
+        pg.click(tid("rp-end"))  # the whole game on the page
+        pg.wait_for_selector(f"{tid('event-log')} > li")
+        seen["replay"] = layout_problems(pg, touch=touch)
+        pg.goto(f"{quick_server.base}/#/roles")
+        pg.wait_for_selector(tid("roles-page"))
+        seen["roles"] = layout_problems(pg, touch=touch)
+        pg.screenshot(path=f"/tmp/tossim-layout-{size}.png")
+    finally:
+        context.close()
+    assert not any(seen.values()), {k: v for k, v in seen.items() if v}
+
+
+def test_notepad_is_private_and_the_role_list_stays_in_view(page: Page, server: Server) -> None:
+    """A player's notes survive a reload and never leave the browser; the
+    game's role list is in view without opening anything."""
+    pg = page.page
+    create_and_start(page, "Nina")
+    assert pg.is_visible(tid("role-list"))  # not folded away
+    note = "P3 claimed Doctor on day 2; P5 voted P3"
+    pg.fill(tid("notepad"), note)
+    pg.wait_for_function("() => document.querySelector('[data-testid=notepad-status]')"
+                         ".textContent.includes('Kept')")
+    sent = [m for sock in pg.evaluate("window.__sockets") for m in sock["sent"]]
+    assert not any("claimed Doctor" in m for m in sent)
+    pg.reload()
+    pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    assert pg.input_value(tid("notepad")) == note
+    sent = [m for sock in pg.evaluate("window.__sockets") for m in sock["sent"]]
+    assert not any("claimed Doctor" in m for m in sent)
+    page.check_clean()
+
+
+def test_an_invited_player_picks_their_name(page: Page, server: Server) -> None:
+    """Following an invite link, a player types the name the others will see
+    before joining (not an invented "Guest1234")."""
+    lobby = _post(server.base, "/api/lobbies", {
+        "players": 7, "speed": "standard", "name": "Alice",
+        "seats": [{"slot": 1, "kind": "human"}, {"slot": 2, "kind": "human"}]})
+    pg = page.page
+    pg.goto(f"{server.base}/#/lobby/{lobby['id']}")
+    pg.wait_for_selector(f"{tid('lobby-join')}:not([hidden])")
+    pg.fill(tid("join-name"), "Bob the Baker")
+    pg.click(tid("lobby-join"))
+    pg.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
+    seats = server.get(f"/api/lobbies/{lobby['id']}")["seats"]
+    assert [s.get("name") for s in seats if s["kind"] == "human"] == ["Alice", "Bob the Baker"]
+    page.check_clean()
+
+
 def summary_rows(pg: Any) -> list[list[str]]:
     """The "Earlier days" panel: [day label, text] per row, top to bottom."""
     rows = pg.eval_on_selector_all(
@@ -600,13 +798,7 @@ def test_action_panel_is_built_from_legal_only(page: Page, server: Server) -> No
     pg.goto(server.base + "/#/synthetic")
     pg.wait_for_selector(tid("home"))
 
-    def show(phase: str, *legal: dict[str, Any]) -> None:
-        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
-
-    def commands() -> list[dict[str, Any]]:
-        out = pg.evaluate("window.__commands.splice(0)")
-        assert isinstance(out, list)
-        return out
+    show, commands = synthetic(pg)
 
     # Voting: one button per legal target, the tally, cancel.
     show("voting", _legal("vote", [2, 3, 4], 1), _legal("chat", options=["public"]))

@@ -80,7 +80,11 @@ async def server_factory(db_url: str) -> AsyncIterator[ServerFactory]:
     started: list[Server] = []
 
     async def make(**overrides: Any) -> Server:
-        values: dict[str, Any] = {"database_url": db_url, "resume": False, "demo": False}
+        # the tests make many lobbies and sockets from one address; the limits
+        # have their own tests (test_server_slow_clients.py)
+        values: dict[str, Any] = {"database_url": db_url, "resume": False, "demo": False,
+                                  "lobby_rate_limit": 100_000,
+                                  "max_connections_per_client": 0}
         values.update(overrides)
         settings = Settings(**values)
         srv = Server(create_app(settings), settings)

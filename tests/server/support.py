@@ -126,7 +126,7 @@ class Server:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, log_level="warning", lifespan="on", ws_max_size=4 << 20,
-                                http=bounded_http_protocol())
+                                http=bounded_http_protocol(settings))
         self.uvicorn = _Uvicorn(config)
         self.task: asyncio.Task[None] | None = None
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
@@ -313,6 +313,8 @@ class ServeProcess:
         if not resume:
             args.append("--no-resume")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOSSIM_")}
+        # the tests make many lobbies from one address (the limit has its own test)
+        full_env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"
         full_env.update(env or {})
         self._log = log.open("ab")
         self.proc = subprocess.Popen(args, cwd=REPO, env=full_env, stdout=self._log,

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,13 +22,15 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tossim.engine import GameConfig, new_game
 from tossim.replay import rerun
 from tossim.server.service import fair_seed
-from tossim.server.settings import Settings
+from tossim.server.settings import Settings, StartRefused
 
 from .support import (
     PLAIN_TOWN,
+    REPO,
     ServeProcess,
     Server,
     ServerFactory,
+    create_game,
     human_game,
     is_finished,
     owner,
@@ -81,13 +85,186 @@ async def test_all_ai_games_keep_the_creator_seed(server_factory: ServerFactory)
     assert (await server.store.get_game(r.json()["id"])).config["seed"] == 5
 
 
-def test_server_secret_generated_once_and_private(tmp_path: Path) -> None:
+async def test_patched_to_human_seats_is_dealt_fairly(server_factory: ServerFactory) -> None:
+    """An all-AI lobby asks for seed 4242, then its owner makes seat 1 human:
+    the start deals from the fair seed, not from 4242. The other way round,
+    a lobby left with AI seats only is dealt from the seed it asked for."""
+    server = await server_factory(time_scale=0.01, deal_secret="unit-test-secret")
+    c = server.client
+    game_id = await create_game(c, start=False, players=7, seed=4242)
+    r = await c.patch(f"/api/lobbies/{game_id}", headers=owner(game_id),
+                      json={"seats": [{"slot": 1, "kind": "human"}]})
+    assert r.status_code == 200, r.text
+    assert (await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Ann"})
+            ).status_code == 200
+    assert (await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+            ).status_code == 200
+    seed = (await server.store.get_game(game_id)).config["seed"]
+    assert seed == fair_seed(b"unit-test-secret", game_id, 4242) != 4242
+
+    other = await create_game(c, start=False, players=7, seed=4242,
+                              seats=[{"slot": 1, "kind": "human"}])
+    r = await c.patch(f"/api/lobbies/{other}", headers=owner(other),
+                      json={"seats": [{"slot": 1, "kind": "ai"}]})
+    assert r.status_code == 200, r.text
+    assert (await c.post(f"/api/lobbies/{other}/start", headers=owner(other))
+            ).status_code == 200
+    assert (await server.store.get_game(other)).config["seed"] == 4242
+
+
+# --- the deal secret -------------------------------------------------------------------
+
+
+@pytest.fixture
+def data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's data folder (XDG_DATA_HOME) for this test; no secret set."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("TOSSIM_DEAL_SECRET", raising=False)
+    monkeypatch.delenv("TOSSIM_SECRET_FILE", raising=False)
+    return tmp_path / "data"
+
+
+def git_tree(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def test_server_secret_kept_in_the_user_data_folder(tmp_path: Path, data_home: Path) -> None:
+    """Generated once (0600) in the data folder, not beside the database
+    (which defaults to the current folder, often a clone)."""
     db = f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"
     first = Settings(database_url=db).server_secret()
-    path = tmp_path / "tossim-server-secret"
+    path = data_home / "tossim" / "server-secret"
     assert path.exists() and os.stat(path).st_mode & 0o777 == 0o600
+    assert not (tmp_path / "tossim-server-secret").exists()
     assert Settings(database_url=db).server_secret() == first and len(first) >= 32
     assert "zz" not in repr(Settings(database_url=db, deal_secret="zz"))
+
+
+def test_the_repository_holds_no_secret() -> None:
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "--", "*secret*"],
+                             capture_output=True, text=True, check=True).stdout
+    assert tracked.split() == [], tracked
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q",
+                              "tossim-server-secret"], check=False)
+    assert ignored.returncode == 0
+
+
+def refused_serve(monkeypatch: pytest.MonkeyPatch, args: list[str],
+                  env: dict[str, str]) -> str:
+    """`tossim serve ARGS` with ENV: it must exit 2 before serving; its message."""
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+
+    def serving(*_: Any, **__: Any) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(uvicorn, "run", serving)
+    result = CliRunner().invoke(app, ["serve", *args], env=env)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_secret_in_a_git_work_tree_is_refused(tmp_path: Path, data_home: Path, tracked: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret file in a clone (committed, or only lying there) stops the start,
+    saying why and how to make a new one."""
+    tree = git_tree(tmp_path / "clone")
+    path = tree / "tossim-server-secret"
+    path.write_text("0" * 64 + "\n")
+    path.chmod(0o600)
+    if tracked:
+        subprocess.run(["git", "-C", str(tree), "add", path.name], check=True)
+    with pytest.raises(StartRefused) as refused:
+        Settings(secret_file=str(path)).server_secret()
+    message = str(refused.value)
+    assert ("tracked by git" if tracked else "inside the git work tree") in message
+    assert "tossim new-secret" in message and "0" * 64 not in message
+    out = refused_serve(monkeypatch, ["--db", f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"],
+                        {"TOSSIM_SECRET_FILE": str(path)})
+    assert "refusing to start" in out and "tossim new-secret" in out
+    # nor is a new one made inside a work tree
+    with pytest.raises(StartRefused):
+        Settings(secret_file=str(tree / "sub" / "fresh-secret")).server_secret()
+    assert not (tree / "sub" / "fresh-secret").exists()
+
+
+def test_secret_readable_by_others_is_refused_until_remade(
+        tmp_path: Path, data_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = data_home / "tossim" / "server-secret"
+    old = Settings().server_secret()
+    path.chmod(0o644)
+    with pytest.raises(StartRefused) as refused:
+        Settings().server_secret()
+    assert "read by other users" in str(refused.value)
+    assert "tossim new-secret" in str(refused.value)
+    assert "refusing to start" in refused_serve(monkeypatch, [], {})
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+    done = CliRunner().invoke(app, ["new-secret"])
+    assert done.exit_code == 0, done.output
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    new = Settings().server_secret()
+    assert new != old and len(new) >= 32
+
+
+def test_a_published_secret_is_refused(tmp_path: Path, data_home: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of a secret the repository published (kept outside the work
+    tree, or given in the environment) is refused like a tracked file."""
+    from tossim.server import settings as settings_module
+    leaked = "ab" * 32
+    monkeypatch.setattr(settings_module, "PUBLISHED_SECRETS", frozenset(
+        {hashlib.sha256(leaked.encode()).hexdigest()}))
+    path = tmp_path / "copied-secret"
+    path.write_text(leaked + "\n")
+    path.chmod(0o600)
+    with pytest.raises(StartRefused, match="once published"):
+        Settings(secret_file=str(path)).server_secret()
+    with pytest.raises(StartRefused, match="once published"):
+        Settings(deal_secret=leaked).server_secret()
+    assert Settings(deal_secret="cd" * 32).server_secret() == b"cd" * 32
+
+
+# --- the worker token ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("host", "inference", "token", "refused"), [
+    ("0.0.0.0", "workers", None, "no worker token"),
+    ("0.0.0.0", "workers", "change-me", "published default"),
+    ("0.0.0.0", "local", "change-me", "published default"),
+    ("192.0.2.7", "workers", "k" * 31, "too short"),
+    ("0.0.0.0", "workers", "k" * 32, None),
+    ("0.0.0.0", "local", None, None),  # no token: workers from this machine only
+    ("127.0.0.1", "workers", None, None),  # the one-machine mode
+    ("::1", "workers", "change-me", None),
+    ("localhost", "workers", None, None),
+])
+def test_worker_token_others_could_guess_is_refused(
+        host: str, inference: str, token: str | None, refused: str | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(host=host, inference=inference, worker_token=token,
+                        deal_secret="unit-test-secret")
+    if refused is None:
+        settings.check_start()
+        return
+    with pytest.raises(StartRefused) as exc:
+        settings.check_start()
+    assert refused in str(exc.value) and "TOSSIM_WORKER_TOKEN" in str(exc.value)
+    env = {"TOSSIM_INFERENCE": inference, "TOSSIM_DEAL_SECRET": "unit-test-secret",
+           "TOSSIM_WORKER_TOKEN": token or ""}
+    assert refused in refused_serve(monkeypatch, ["--host", host], env)
+
+
+def test_compose_file_has_no_default_worker_token() -> None:
+    compose = (REPO / "docker-compose.yml").read_text()
+    assert "change-me" not in compose
+    assert compose.count("${TOSSIM_WORKER_TOKEN:?") == 2  # compose stops, saying how
 
 
 async def test_tokens_never_reach_the_log(

@@ -120,11 +120,17 @@ def control(bot: Any, action: LegalAction) -> tuple[int, ...] | None:
 
 def douse(bot: Any, action: LegalAction) -> tuple[int, ...] | None:
     """Arsonist: douse someone new each night; ignite once a third of the
-    living (or at least two) are doused."""
+    living (or at least two) are doused, or every other living player is (a
+    lone doused opponent is a win waiting to be taken), or when nobody died
+    lately and a draw by time comes closer."""
     doused: set[int] = _memo(bot).setdefault("doused", set())
     alive = set(action.targets)
     doused &= alive
-    if len(doused) >= max(2, (len(alive) - 1) // 3) and bot.slot in action.targets:
+    everyone = bool(doused) and doused >= alive - {bot.slot}
+    near = getattr(bot, "_draw_near", None)
+    draw_near = bool(doused) and callable(near) and bool(near())  # no death lately
+    if (everyone or draw_near or len(doused) >= max(2, (len(alive) - 1) // 3)) \
+            and bot.slot in action.targets:
         doused.clear()
         return (bot.slot,)
     fresh = [t for t in _others(bot, action) if t not in doused]

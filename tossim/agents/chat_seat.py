@@ -191,6 +191,7 @@ class ChatSeat:
         messages: list[dict[str, Any]] = build_messages(memory, self.summaries, "json",
                                                         self.persona)
         log: dict[str, Any] = {"day": memory.day, "phase": memory.phase,
+                               "phase_seq": memory.phase_seq, "version": memory.version,
                                "prompt": messages[-1]["content"], "output": "", "steps": [],
                                "action": "wait",
                                "tokens": {"prompt": 0, "completion": 0, "cached": 0}}

@@ -31,6 +31,8 @@ VISITED = "visited"
 MAFIA_VISITED = "mafia_visited"
 ACCUSE = "accuse"
 NO_CLAIM = "no_claim"
+# a player daring the Town to lynch them: what a Jester does
+BEG = "beg"
 
 
 # ---- saying --------------------------------------------------------------------------
@@ -100,6 +102,7 @@ class Vocabulary:
             rf"|The Mafia visited (?P<mv>{name}) last night\."
             rf"|Vote (?P<acc>{name})!"
             rf"|(?P<nc>I will not tell you my role\.)"
+            r"|(?P<beg>(?i:lynch me|go ahead|vote me|hang me)\b)"
         )
 
     def parse(self, text: str) -> tuple[Claim, ...]:
@@ -136,6 +139,8 @@ class Vocabulary:
                 out.append(Claim(ACCUSE, slot[m.group("acc")]))
             elif kind == "nc":
                 out.append(Claim(NO_CLAIM))
+            elif kind == "beg":
+                out.append(Claim(BEG))
         return out
 
 

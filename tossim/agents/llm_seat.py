@@ -124,7 +124,9 @@ StepHook = Callable[[int, dict[str, Any]], None]
 class LLMSeat:
     """One model-played seat (see the module docstring).
 
-    `turn_log` gets one dict per finished turn: {"day", "phase", "prompt" (the
+    `turn_log` gets one dict per finished turn: {"day", "phase", "phase_seq",
+    "version" (the game version the turn saw: a resumed seat is rebuilt from
+    these, `agents.resume`), "prompt" (the
     turn's prompt text), "output" (generated text with observations),
     "steps" (thinking / tool / fault / action dicts, in order), "action" (the
     final command as a dict, or None for a wait), "move" (the structured
@@ -154,6 +156,7 @@ class LLMSeat:
             self.memory.end_turn()
             return []
         day, phase = self.memory.day, self.memory.phase
+        phase_seq, version = self.memory.phase_seq, self.memory.version
         result = await self.loop.run_turn(
             self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
             seed=derive_seed(self.seed, self.metrics.turns), on_step=self._step)
@@ -161,7 +164,8 @@ class LLMSeat:
         self.metrics.add(result)
         self.last = result
         self.turn_log.append({
-            "day": day, "phase": phase, "prompt": result.prompt, "output": result.transcript,
+            "day": day, "phase": phase, "phase_seq": phase_seq, "version": version,
+            "prompt": result.prompt, "output": result.transcript,
             "steps": list(result.steps),
             "action": result.command.to_dict() if result.command is not None else None,
             # the speech move behind a speech, will or note (speech "moves"), else None

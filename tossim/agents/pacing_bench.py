@@ -6,6 +6,10 @@ lynches (by faction), how varied the public chat is, how often an accusation
 gives a reason, and who wins. It reads only the finished games' event logs,
 so it measures any bots the headless match driver plays.
 
+It also counts the Town players' verdicts by the accused's real faction (how
+often a Town player votes guilty on a Mafia member on trial, innocent on a
+Town member), and the public lines said twice in one game.
+
 An *accusation* is a public message that calls for a vote on a player or
 calls a player suspicious (the claim vocabulary's ``ACCUSE`` and
 ``SUSPICIOUS`` sentences). It *cites a reason* when the same message also
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 
 from tossim.agents import claims as cv
 from tossim.agents.match import play_match
-from tossim.engine.roles import find_role
+from tossim.engine.roles import ROLES, find_role
 from tossim.engine.state import Game, GameConfig
 
 SIZES = (7, 11, 15)
@@ -54,6 +58,8 @@ class SizeFigures:
     accusations: int = 0
     reasoned: int = 0
     days: int = 0
+    # Town players' verdicts by the accused's faction: (faction, verdict) -> count
+    verdicts: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def add(self, game: Game) -> None:
         self.games += 1
@@ -63,12 +69,18 @@ class SizeFigures:
         tried: set[int] = set()
         texts: list[str] = []
         vocab = cv.vocabulary(tuple(p.name for p in game.players))
+        faction = {p.slot: ROLES[p.role].faction.value for p in game.players}
+        accused: int | None = None
         for e in game.events:
             if e.key == "phase.voting":
                 voting.add(e.day)
             elif e.key == "trial.start":
                 tried.add(e.day)
                 self.trials += 1
+                accused = e.data.get("accused")
+            elif e.key == "judge.vote" and isinstance(accused, int) \
+                    and faction.get(int(e.data.get("voter", 0))) == "town":
+                self.verdicts[(faction[accused], str(e.data.get("verdict")))] += 1
             elif e.key == "lynch.death":
                 role = find_role(str(e.data.get("role", "")))
                 self.lynches[role.faction.value if role else "neutral"] += 1
@@ -128,6 +140,15 @@ def report_lines(figs: list[SizeFigures]) -> list[str]:
             f"{f.trial_days:>5}/{f.voting_days:<4}{_pct(f.trial_days, f.voting_days):>7} "
             f"{f.trials:>6} {lynch:>12} {f.chat_lines / g:9.1f} {f.distinct_lines / g:13.1f} "
             f"{f.accusations:>11} {_pct(f.reasoned, f.accusations):>11}")
+    lines.append("Town players' verdicts, by the accused's faction (guilty / innocent / abstain):")
+    for f in figs:
+        cells = []
+        for fac in FACTIONS:
+            n = sum(v for (k, _), v in f.verdicts.items() if k == fac)
+            cells.append(f"{fac} " + "/".join(
+                _pct(f.verdicts.get((fac, v), 0), n).strip()
+                for v in ("guilty", "innocent", "abstain")) + f" (n={n})")
+        lines.append(f"{f.players:>7} " + "   ".join(cells))
     lines.append("winners:")
     lines.append(f"{'players':>7} " + " ".join(f"{r:>13}" for r in RESULTS))
     for f in figs:

@@ -33,15 +33,9 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
-from tossim.engine.roles import ROLES, Faction, find_role
+from tossim.engine.roles import ROLES, Faction, cover_claims, find_role, threat
 from tossim.engine.view import View
 
-# How evil each role is from the Town's point of view (Neutral Evil roles are
-# not enemies, but lynching them does not help the Town either).
-EVIL: dict[str, float] = {
-    "godfather": 1.0, "mafioso": 1.0, "framer": 1.0, "serial_killer": 1.0,
-    "jester": 0.5, "executioner": 0.5,
-}
 KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
 # Town roles whose visit to a player who then died is no sign of guilt (a Doctor's
 # or Bodyguard's would have saved a player from an ordinary attack).
@@ -49,22 +43,19 @@ VISITING_TOWN = frozenset({"sheriff", "investigator", "escort", "lookout", "tran
                            "vigilante"})
 REVIVE_ORDER = ("jailor", "sheriff", "investigator", "doctor", "lookout", "escort",
                 "vigilante", "bodyguard", "transporter", "spy", "medium", "mayor", "veteran")
-# Town roles a Mafia member or Serial Killer may pretend to be, by its own role:
-# the first fits its Investigator group, so an Investigator cannot catch the lie.
-FAKE_CLAIMS: dict[str, tuple[str, ...]] = {
-    "mafioso": ("vigilante", "veteran"),
-    "godfather": ("bodyguard",),
-    "serial_killer": ("doctor",),
-}
-FAKE_FALLBACK = ("lookout", "escort", "doctor", "medium", "transporter", "spy", "bodyguard")
-
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
+CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
+CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
+DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
+VOTE_TALK_P = 0.35  # ... says why as it votes
+VERDICT_TALK_P = 0.25  # ... comments on a defence as it judges
+DRAW_WATCH_DAY = 6  # from here on a day without deaths brings a draw by time closer
 
 
 def _possible_roles(role_list: list[str]) -> frozenset[str]:
@@ -81,11 +72,19 @@ def _possible_roles(role_list: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _enemy(role: str) -> bool:
+    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts)."""
+    r = ROLES.get(role)
+    return r is not None and threat(r) >= 1.0
+
+
 def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
-    keys = [r.key for n in roles if (r := find_role(n)) is not None and r.key in possible]
+    """How bad an Investigator's result is: the mean threat of the roles in it
+    that this game can deal (a "don't lynch" role counts as harmless here)."""
+    keys = [r for n in roles if (r := find_role(n)) is not None and r.key in possible]
     if not keys:
         return 0.0
-    return sum(EVIL.get(k, 0.0) for k in keys) / len(keys)
+    return sum(max(0.0, threat(r)) for r in keys) / len(keys)
 
 
 def _legal(obs: View) -> dict[str, LegalAction]:
@@ -133,6 +132,8 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
+        self.draw_warned = 0  # the day the game warned of a draw by time tomorrow
         self.team_target: int | None = None
         self.night_kills: set[int] = set()  # kill targets chosen last night (own or team)
         self.failed: dict[int, int] = {}  # kill targets that survived, and how often
@@ -145,6 +146,8 @@ class ScriptedBot:
         self.claim_round = False  # the town has been asked to claim
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
+        self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
+        self.lines_heard: set[str] = set()  # public lines so far (never said twice)
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
         self.marks: dict[int, list[tuple[str, int, str]]] = {}
         self.news: list[tuple[str, int, str]] = []  # (dawn|lynch, slot, role) to react to
@@ -183,6 +186,8 @@ class ScriptedBot:
             for s in sorted(self.alive - alive):
                 role = find_role(roster[s - 1]["role"] or "")
                 self._on_death(s, role.key if role else "")
+            if self.alive - alive:
+                self.last_death_day = obs.day
             self.alive = alive
         handlers = _HANDLERS
         for ev in obs.events:
@@ -209,7 +214,7 @@ class ScriptedBot:
 
     def _on_death(self, slot: int, role: str) -> None:
         self.dead_role[slot] = role
-        evil = EVIL.get(role, 0.0) >= 1.0
+        evil = _enemy(role)
         for src, kind, target, _w, _x in self.reports:
             if target != slot or src == slot:
                 continue
@@ -243,6 +248,9 @@ class ScriptedBot:
             if kind == cv.NO_CLAIM:
                 self.own[src] = self.own.get(src, 0.0) + 0.3
                 self.refused.add(src)
+                continue
+            if kind == cv.BEG:
+                self.begged[src] = day
                 continue
             if c.target is None or kind == cv.MAFIA_VISITED:
                 continue
@@ -288,7 +296,7 @@ class ScriptedBot:
         claim = self.claims.get(src)
         if src in self.dead_role:
             dead = self.dead_role[src]
-            if EVIL.get(dead, 0.0) >= 1.0:
+            if _enemy(dead):
                 return 0.0
             return 1.0 if claim is None or claim == dead else 0.0
         if src in self.revealed:
@@ -359,7 +367,7 @@ class ScriptedBot:
         for p, c in self.claims.items():
             if p not in s or p in self.revealed:
                 continue
-            if EVIL.get(c, 0.0) >= 1.0:
+            if _enemy(c):
                 s[p] += 3.0
             elif c in dead_roles:
                 s[p] += 1.5 if ROLES[c].unique else 0.8
@@ -412,35 +420,40 @@ class ScriptedBot:
         if ROLES[role].faction is Faction.TOWN:
             return role
         if not self.cover:  # chosen once, so the story never changes
+            # a role of its own Investigator group, so a result cannot catch
+            # the lie; else any Town role this game may have that nobody took
             taken = set(self.claims.values()) | set(self.dead_role.values())
-            options = [r for r in FAKE_CLAIMS.get(role, ())
+            options = [r for r in cover_claims(ROLES[role])
                        if r not in taken and r in self.possible]
             if options:
                 self.cover = options[0]
             else:
-                options = [r for r in FAKE_FALLBACK if r not in taken and r in self.possible]
-                self.cover = self.rng.choice(options or list(FAKE_FALLBACK))
+                common = [r.key for r in ROLES.values() if r.faction is Faction.TOWN
+                          and not r.unique and not r.custom_only and r.key in self.possible]
+                options = [r for r in common if r not in taken] or common
+                self.cover = self.rng.choice(options or ["doctor"])
         return self.cover
 
     def _claim_text(self) -> str:
         accused = self.accused_me
         self.claimed = self._my_claim()
         self.accused_me = False
-        text = talk.claim_intro(self.rng, accused) + self._say(ClaimRole(ROLES[self.claimed].name))
+        claim = self._move_text(ClaimRole(ROLES[self.claimed].name))
+        text = talk.claim_intro(self.rng, accused) + claim
         if self.unshared and self.claimed == self.role:
             text += f" {talk.results_intro(self.rng)} " + " ".join(
-                self._say(Report(r)) for r in self.unshared)
+                self._move_text(Report(r)) for r in self.unshared)
             self.unshared = []
         return text
 
-    def _say(self, move: Move) -> str:
+    def _move_text(self, move: Move) -> str:
         """A claim, result or will through the model seats' renderer (moves.py),
         in its plain vocabulary form (no RNG: the bot draws its own wording)."""
         return render(move, dict(enumerate(self.names, start=1)))
 
     def _will_cmd(self) -> list[Command]:
         role = ROLES[self.role].name
-        text = self._say(WillMove(role, True, tuple(self.results[-8:])))[:400]
+        text = self._move_text(WillMove(role, True, tuple(self.results[-8:])))[:400]
         if text == self.will:
             return []
         self.will = text
@@ -449,8 +462,23 @@ class ScriptedBot:
     # ---- phases --------------------------------------------------------------------
     def _day1(self, obs: View) -> list[Command]:
         out = self._will_cmd()
+        chat = _legal(obs).get("chat")
+        if chat is not None and "public" in chat.options and self.rng.random() < DAY1_TALK_P:
+            others = sorted(self.alive - {self.slot})
+            if others:
+                other = self._name(self.rng.choice(others))
+                out += self._say(talk.day1_opener(self.rng, self._name(self.slot), other))
         out += self._jail(obs)
         return out
+
+    def _say(self, text: str, channel: str = "public") -> list[Command]:
+        """A public line, unless someone already said exactly that in this
+        game (a repeated line reads like a script, not a player)."""
+        text = text[:500]
+        if not text or text in self.lines_heard:
+            return []
+        self.lines_heard.add(text)
+        return [Chat(self.slot, text, channel)]
 
     def _discussion(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -460,9 +488,10 @@ class ScriptedBot:
             parts = [self._react(), self._speech()]
             if not parts[1]:
                 parts.append(self._accusation())
-            text = " ".join(p for p in parts if p)
-            if text:
-                out.append(Chat(self.slot, text[:500], "public"))
+            said = self._say(" ".join(p for p in parts if p))
+            if not said and parts[0]:  # the reaction was someone else's words
+                said = self._say(" ".join(p for p in parts[1:] if p))
+            out += said
         if "seance" in acts:
             out += self._seance(acts["seance"])
         whisper = acts.get("whisper")
@@ -491,7 +520,7 @@ class ScriptedBot:
         kind, slot, role = news[self.rng.randrange(len(news))]
         name, rname = self._name(slot), ROLES[role].name if role in ROLES else "unknown"
         # in public everyone speaks as the Town would, the Mafia included
-        evil = EVIL.get(role, 0.0) >= 1.0
+        evil = _enemy(role)
         if kind == "lynch":
             return talk.lynch_reaction(self.rng, name, rname, evil)
         text = talk.death_reaction(self.rng, name, rname, not evil)
@@ -608,11 +637,20 @@ class ScriptedBot:
         self._call(self.slot, t, self.day)
         return talk.accuse(self.rng, self._name(t), why)
 
+    def _draw_near(self) -> bool:
+        """Nobody died yesterday or today late in the game, or the game warned
+        that it ends in a draw tomorrow: without a lynch the game may end in a
+        draw by time (docs/rules.md), so the Town presses on whoever it
+        suspects most."""
+        return self.draw_warned == self.day or (
+            self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1)
+
     def _put_up(self, s: dict[int, float]) -> str:
         """A quiet day (nobody has called for a vote yet): some Town players
         put the quietest player without a claim on the stand, to hear a claim
         (the defence is evidence too)."""
-        if (self.calls_day == self.day and self.calls) or self.rng.random() >= PUT_UP_P:
+        if (self.calls_day == self.day and self.calls) or (
+                self.rng.random() >= PUT_UP_P and not self._draw_near()):
             return ""
         quiet = [p for p in sorted(s) if p not in self.claims and p not in self.revealed
                  and s[p] >= -0.1]
@@ -705,7 +743,7 @@ class ScriptedBot:
         chat = acts.get("chat")
         if chat is not None and ROLES[self.role].faction is Faction.TOWN \
                 and self._counterclaim():
-            out.append(Chat(self.slot, self._claim_text()[:500]))
+            out += self._say(self._claim_text())
         if "reveal" in acts and self._mayor_should_reveal():
             out.append(DayAction(self.slot, "reveal"))
         vote = acts.get("vote")
@@ -715,6 +753,10 @@ class ScriptedBot:
         if target is not None and target != self.my_vote:
             self.my_vote = target
             out.append(Vote(self.slot, target))
+            if chat is not None and "public" in chat.options \
+                    and self.rng.random() < VOTE_TALK_P:
+                why = self._why(target) if not self.mafia else None
+                out += self._say(talk.vote_reason(self.rng, self._name(target), why))
         out += self._jail(obs)
         return out
 
@@ -734,7 +776,7 @@ class ScriptedBot:
             tally[t] = tally.get(t, 0) + 1
         if role == "executioner" and self.exe_target in cands:
             return self.exe_target
-        endgame = len(self.alive) <= 4
+        endgame = len(self.alive) <= 4 or self._draw_near()
         if role == "jester":
             wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
             return wagon[0] if wagon and self.rng.random() < 0.5 else None
@@ -803,15 +845,19 @@ class ScriptedBot:
         if chat is None or self.accused != self.slot:
             return out
         if self.role == "jester":
-            return [Chat(self.slot, f"{cv.say_no_claim()} {talk.jester_defence(self.rng)}")]
+            return self._say(f"{cv.say_no_claim()} {talk.jester_defence(self.rng)}") or self._say(
+                f"{talk.jester_defence(self.rng)} {cv.say_no_claim()}")
         text = self._claim_text()
         if self.results and self.claimed == self.role:
             text += f" {talk.results_intro(self.rng)} " + " ".join(
-                self._say(Report(r)) for r in self.results[-3:])
+                self._move_text(Report(r)) for r in self.results[-3:])
         if self.good_vote is not None and self.rng.random() < 0.5:
             text += " " + talk.plea_with_vote(self.rng, self._name(self.good_vote))
-        text += " " + talk.defence(self.rng)
-        return [Chat(self.slot, text[:500])]
+        for _ in range(4):  # a defence nobody has heard in this game
+            said = self._say(f"{text} {talk.defence(self.rng)}")
+            if said:
+                return said
+        return []
 
     def _judgement(self, obs: View) -> list[Command]:
         acts = _legal(obs)
@@ -821,10 +867,21 @@ class ScriptedBot:
         verdict = self._verdict(self.accused)
         if verdict != "abstain":
             out.append(Judge(self.slot, verdict))
+            chat = acts.get("chat")
+            if chat is not None and "public" in chat.options \
+                    and self.rng.random() < VERDICT_TALK_P:
+                claim = self.claims.get(self.accused)
+                out += self._say(talk.verdict_comment(
+                    self.rng, self._name(self.accused), verdict,
+                    ROLES[claim].name if claim in ROLES else None))
         out += self._jail(obs)
         return out
 
     def _verdict(self, accused: int) -> str:
+        """How this bot judges the accused: on what it knows and on the
+        defence. A Town bot lynches on evidence, or an accused who gives no
+        defence; it pardons an uncontested Town claim and a player who dares
+        the Town to lynch them (a Jester wins by being lynched)."""
         role = self.role
         if role == "executioner":
             return "guilty" if accused == self.exe_target else "abstain"
@@ -837,14 +894,23 @@ class ScriptedBot:
         if accused in self.revealed:
             return "innocent"
         s = self.sus().get(accused, 0.0)
-        if s >= GUILTY_AT:
-            return "guilty"
-        if s <= -0.3:
-            return "innocent"
+        if self.begged.get(accused) == self.day and s < 3.5:
+            return "innocent"  # begging for the rope: too good for a Jester
         claim = self.claims.get(accused)
-        if s < 0.1 and claim is not None and ROLES[claim].faction is Faction.TOWN:
-            return "innocent"  # an uncontested Town claim and nothing against it
-        return "abstain"
+        if claim is None:
+            return "guilty"  # no role, no defence: the Town cannot clear them
+        dead_roles, claimants = self._claim_stats()
+        r = ROLES[claim]
+        if r.faction is not Faction.TOWN or (r.unique and claim in dead_roles):
+            return "guilty"  # claims an evil role, or a unique role already dead
+        contested = (claim in dead_roles or claimants.get(claim, 0) > 1
+                     or (claim == self.role and ROLES[self.role].unique))
+        # an uncontested Town claim needs real evidence (a result, a caught lie);
+        # with a draw by time near, a lynch on slighter grounds beats none
+        at = CONTESTED_AT if contested else CLEAR_CLAIM_AT
+        if self._draw_near():
+            at /= 2
+        return "guilty" if s >= at else "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
         return []
@@ -900,7 +966,7 @@ class ScriptedBot:
 
     def _jail_claim(self) -> str:
         claim = self._my_claim()
-        return self._say(ClaimRole(ROLES[claim].name))
+        return self._move_text(ClaimRole(ROLES[claim].name))
 
     def _investigate(self, action: LegalAction) -> tuple[int, ...] | None:
         s = self.sus()
@@ -1052,6 +1118,7 @@ class ScriptedBot:
 
 def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
+    b.lines_heard.add(str(d.get("text", "")))
     if isinstance(author, int):
         b.talked[author] = b.talked.get(author, 0) + 1
         b._hear(author, d.get("text", ""), b.ev_day)
@@ -1107,6 +1174,10 @@ def _on_discussion(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.night_kills = set()
 
 
+def _on_draw_warning(b: ScriptedBot, d: dict[str, Any]) -> None:
+    b.draw_warned = b.ev_day
+
+
 def _on_night(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.votes = {}
     b.my_vote = None
@@ -1146,7 +1217,7 @@ def _on_lynch(b: ScriptedBot, d: dict[str, Any]) -> None:
         return
     b.news.append(("lynch", slot, role.key))
     town = role.faction is Faction.TOWN
-    evil = EVIL.get(role.key, 0.0) >= 1.0
+    evil = _enemy(role.key)
     for voter, verdict in b.verdicts.items():
         if voter == b.slot:
             if evil and verdict == "guilty":
@@ -1222,6 +1293,7 @@ def _on_new_night(b: ScriptedBot, d: dict[str, Any]) -> None:
 _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "game.start": _on_start,
     "chat.public": _on_chat,
+    "dawn.draw_warning": _on_draw_warning,
     "chat.jail": _on_jail_chat,
     "dawn.will": _on_will,
     "lynch.will": _on_will,

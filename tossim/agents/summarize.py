@@ -108,13 +108,17 @@ class SummaryStats:
 
 async def write_summary(backend: Backend, memory: SeatMemory, day: int,
                         max_tokens: int = 96, seed: int = 0,
-                        stats: SummaryStats | None = None) -> str:
+                        stats: SummaryStats | None = None,
+                        deadline: float | None = None) -> str:
     """A model-written summary of Day `day` from a public viewer's memory, cut
     at a sentence or word boundary when the model runs out of tokens; the
     extractive fallback when it writes nothing usable or the backend fails
     (counted in `stats`). The grammar is free text: it is complete after one
     character, so it is the model's EOS (or max_tokens) that ends a summary,
-    never the grammar (see the local backend's end-state rule)."""
+    never the grammar (see the local backend's end-state rule). With
+    `deadline` (time.monotonic()) a backend stops at it, and a summary cut
+    there is late: the extractive one is used (docs/architecture.md, "Day
+    summaries")."""
     stats = stats if stats is not None else SummaryStats()
     tok = backend.tokenizer
     messages = [{"role": "system", "content": SUMMARY_SYSTEM},
@@ -122,9 +126,13 @@ async def write_summary(backend: Backend, memory: SeatMemory, day: int,
     try:
         res = await backend.generate_one(GenerationRequest(
             tuple(tok.chat_prompt(messages)), max_tokens, regex=SUMMARY_REGEX, seed=seed,
-            temperature=0.3))
+            temperature=0.3, deadline=deadline))
     except Exception:  # a summary is never worth losing the game over
         log.exception("summary of day %d failed; using the extractive one", day)
+        stats.fallback += 1
+        return fallback_summary(memory, day)
+    if res.finish_reason == "deadline":
+        log.warning("summary of day %d came too late; using the extractive one", day)
         stats.fallback += 1
         return fallback_summary(memory, day)
     return _finish(res.text, res.finish_reason == "length", memory, day, stats)

@@ -164,7 +164,7 @@ def plea_with_vote(rng: random.Random, voted: str) -> str:
 def jester_defence(rng: random.Random) -> str:
     return pick(rng, ("Maybe I am, maybe I am not. Go ahead.",
                       "Lynch me then, see what happens.",
-                      "You have no proof of anything."))
+                      "You have no proof of anything. Go ahead, vote me."))
 
 
 def death_reaction(rng: random.Random, name: str, role: str, mine: bool) -> str:
@@ -213,3 +213,45 @@ def results_intro(rng: random.Random) -> str:
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+# ---- more of a day: openers, votes, trials ---------------------------------------------
+
+def day1_opener(rng: random.Random, me: str, other: str) -> str:
+    """A Day 1 word (nobody knows anything yet); names a player so two
+    openers of one game rarely read the same."""
+    return pick(rng, (f"Hi all. {other}, how is your night looking?",
+                      f"Good luck everyone. I will keep notes on who claims what, {other}.",
+                      f"Morning, town. Let's keep it calm today, {other} included.",
+                      f"{me} here. I will share what I learn when it matters.",
+                      f"Hello {other}. Let's watch the votes closely this game.",
+                      f"Quiet start. {other}, anything on your mind?"))
+
+
+def vote_reason(rng: random.Random, name: str, reason: str | None) -> str:
+    """What a player says as they vote: the reason when it has one."""
+    if reason:
+        return pick(rng, (f"My vote is on {name}: {reason}",
+                          f"Voting {name}. {_cap(reason)}",
+                          f"{name} gets my vote, since {reason}"))
+    return pick(rng, (f"I am on {name} for now. Claim on the stand, {name}.",
+                      f"Putting {name} up to hear a claim.",
+                      f"Voting {name}; let's hear the defence."))
+
+
+def verdict_comment(rng: random.Random, name: str, verdict: str, claim: str | None) -> str:
+    """A word on the accused's defence, matching the speaker's verdict."""
+    if verdict == "innocent":
+        if claim:
+            return pick(rng, (f"I believe {name}'s {claim} claim. Innocent from me.",
+                              f"Nothing contradicts {name} as {claim}. Let them live.",
+                              f"{name} claimed {claim} and nothing speaks against it."))
+        return pick(rng, (f"{name} is begging for it. Do not give a Jester the win.",
+                          f"Too eager to hang, {name}. Innocent."))
+    if claim:
+        return pick(rng, (f"{name}'s {claim} claim does not add up. Guilty.",
+                          f"I do not buy {name} as {claim}.",
+                          f"Guilty on {name}; the {claim} story has holes."))
+    return pick(rng, (f"{name} gave us nothing. Guilty.",
+                      f"No claim from {name} on the stand? Guilty.",
+                      f"Silence will not save you, {name}."))

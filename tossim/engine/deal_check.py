@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 DEAL_FIELDS = ("mode", "roles", "players", "seeds", "refused")
 DEAL_EXPECT_FIELDS = ("factions", "slots", "never", "sometimes", "always")
 MAX_SEEDS = 5000
+MAX_PROBLEMS = 5  # a deal check stops after this many broken deals
 
 
 @dataclass
@@ -127,14 +128,22 @@ def run_deal(spec: DealSpec, seed: int, flags: dict[str, Any],
         accepts[index - 1] = allowed
     seen: Counter[str] = Counter()
     problems: list[str] = []
+    dealt = 0
     for s in range(seed, seed + spec.seeds):
         keys = deal(replace(config, seed=s), random.Random(s))
+        dealt += 1
         seen.update(set(keys))
         problems.extend(f"seed {s}: {p}" for p in _deal_problems(spec, keys, accepts))
-        if len(problems) >= 5:
+        if len(problems) >= MAX_PROBLEMS:
             break
-    for p in problems[:5]:
+    for p in problems[:MAX_PROBLEMS]:
         fail(spec.line, p)
+    if dealt < spec.seeds:
+        # Stopped early: "never dealt" would be a claim about seeds not dealt.
+        if spec.sometimes:
+            fail(spec.line, f"stopped after {MAX_PROBLEMS} problems at seed {seed + dealt - 1}; "
+                            "`sometimes` was not checked")
+        return
     for key in sorted(spec.sometimes - set(seen)):
         fail(spec.line, f"{ROLES[key].name} was never dealt in {spec.seeds} seeds")
 

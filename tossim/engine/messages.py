@@ -115,6 +115,7 @@ MESSAGES: dict[str, str] = {
     "dawn.death_note": "We found a death note next to {name}'s body: {note}",
     "dawn.revived": "{name} has been resurrected!",
     "dawn.quiet": "Nobody died last night.",
+    "dawn.draw_warning": "If no one dies by tomorrow the game will end in a draw.",
     "lynch.death": "{name} has been lynched. Their role was {role}.",
     "lynch.will": "{name}'s last will: {will}",
     "lynch.jester": "The Jester will get his revenge from the grave!",

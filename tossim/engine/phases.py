@@ -213,6 +213,8 @@ def begin_night(game: Game) -> None:
             for key in [k for k in p.effects if EFFECTS[k] == "next_day"]:
                 del p.effects[key]
     emit(game, "phase.night", PUBLIC)
+    if game.day % 2 == 0:  # full moons are even nights; everyone is told (docs/rules.md, Night)
+        emit(game, "night.full_moon", PUBLIC)
     jailor = next((p for p in game.living() if p.role == "jailor"), None)
     choice = game.jail_choice
     game.jail_choice = None
@@ -273,6 +275,8 @@ def end_night(game: Game) -> None:
         return
     if victory.timeout_draw(game):
         end_game(game, "draw")
+    elif victory.draw_tomorrow(game):
+        emit(game, "dawn.draw_warning", PUBLIC)
 
 
 def after_deaths(game: Game, deaths: list[int], at_night: bool) -> None:

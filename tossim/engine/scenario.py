@@ -46,7 +46,7 @@ from tossim.engine.modes import RuleFlags
 from tossim.engine.roles import ROLES, find_role
 from tossim.engine.rules import apply, new_game
 from tossim.engine.state import Death, Game, GameConfig, Phase
-from tossim.engine.view import PUBLIC_VIEWER, Viewer, view, visible_events
+from tossim.engine.view import OMNISCIENT_VIEWER, PUBLIC_VIEWER, Viewer, view, visible_events
 
 FAULTS = ("intention", "premise", "parameter", "expression")
 RESULTS = ("town", "mafia", "serial_killer", "arsonist", "werewolf", "vampire", "draw",
@@ -1344,8 +1344,10 @@ class _Runner:
         death = entry.get("death")
         if entry["alive"] or death is None:
             return f"{self.who(c.slot)} has no graveyard entry (alive)"
+        # the forged mark is the omniscient view's alone while the game is live
+        forged = view(self.g, OMNISCIENT_VIEWER).roster[c.slot - 1]["death"]["forged"]
         got = {"role": entry["role"], "cleaned": death.get("cleaned", False),
-               "will": death["will"], "forged": death.get("forged", False),
+               "will": death["will"], "forged": forged,
                "death_notes": tuple(death["death_notes"])}[field_name]
         if field_name == "role":
             found = find_role(str(want))

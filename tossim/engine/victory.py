@@ -154,6 +154,12 @@ def timeout_draw(game: Game) -> bool:
     return game.day >= game.flags.draw_from_day and game.last_death_day <= game.day - 3
 
 
+def draw_tomorrow(game: Game) -> bool:
+    """At the start of a day: the next dawn is a draw by timeout unless
+    someone dies before it, so the town is warned (docs/rules.md, Victory)."""
+    return game.day + 1 >= game.flags.draw_from_day and game.last_death_day <= game.day - 2
+
+
 def co_wins(game: Game, p: Player, result: str) -> bool:
     rule = condition(p).co_win
     if rule in ("lynched", "target_lynched"):

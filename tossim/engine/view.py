@@ -160,7 +160,10 @@ class View:
         return out
 
 
-def _roster_entry(p: Player, known: bool) -> dict[str, Any]:
+def _roster_entry(p: Player, known: bool, all_known: bool) -> dict[str, Any]:
+    """`all_known`: an omniscient viewer, or the game is over; only then does
+    a forged will carry its label (the town reads a forgery as the will, as
+    in the game; a label would undo the Forger: docs/rules.md)."""
     death = p.death
     if p.alive or death is None:
         return {"slot": p.slot, "name": p.name, "alive": p.alive,
@@ -171,7 +174,7 @@ def _roster_entry(p: Player, known: bool) -> dict[str, Any]:
             "death": {"day": death.day, "at_night": death.at_night,
                       "causes": list(death.causes), "will": death.will,
                       "death_notes": list(death.death_notes), "cleaned": death.cleaned,
-                      "forged": death.forged}}
+                      "forged": death.forged and all_known}}
 
 
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
@@ -202,7 +205,8 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     """Everything `viewer` may know now; `events` holds the visible events after
     version `since` (0: all of them)."""
     known = _role_filter(game, viewer)
-    roster = [_roster_entry(p, known(p)) for p in game.players]
+    all_known = viewer.kind == "omniscient" or game.phase is Phase.ENDED
+    roster = [_roster_entry(p, known(p), all_known) for p in game.players]
     events = [project_event(e, viewer) for e in visible_events(game, viewer, since)]
     you = None
     actions: list[LegalAction] = []

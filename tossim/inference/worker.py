@@ -33,7 +33,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
-from tossim.agents.summarize import write_summary
+from tossim.agents.resume import restore_seat
+from tossim.agents.summarize import SummaryStats, write_summary
 from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -226,6 +227,9 @@ class Worker:
         seat = self.seats.get((game, slot))
         if seat is None or message.get("fresh"):
             seat = self.make_seat(message, days)
+            past = message.get("history")
+            if isinstance(past, list):  # the same player: its turns so far
+                restore_seat(seat, [t for t in past if isinstance(t, dict)])
             self.seats[(game, slot)] = seat
         turns, logged = seat.metrics.turns, len(seat.turn_log)
         sink = _step_sink.get()
@@ -264,10 +268,12 @@ class Worker:
     async def summarize(self, message: dict[str, Any]) -> dict[str, Any]:
         memory = SeatMemory(0)
         memory.update(View.from_dict(message["view"]))
+        stats = SummaryStats()
         text = await write_summary(self.backend, memory, int(message["day"]),
-                                   seed=int(message.get("seed", 0)))
+                                   seed=int(message.get("seed", 0)), stats=stats)
         self.summarized += 1
-        return {"type": "summary", "text": text}
+        # `fallback`: the model wrote nothing usable, this is the extractive one
+        return {"type": "summary", "text": text, "fallback": bool(stats.fallback)}
 
     def forget(self, game: str) -> None:
         for key in [k for k in self.seats if k[0] == game]:

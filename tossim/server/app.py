@@ -15,17 +15,20 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from tossim import __version__
 from tossim.inference.chat_backend import start_probes, stop_probes
 from tossim.inference.registry import close_shared_backends
 from tossim.server import service
 from tossim.server.bus import make_bus
-from tossim.server.limits import BodyLimit, make_limiter
+from tossim.server.limits import BodyLimit, LobbyRate, make_limiter
+from tossim.server.lobby_watch import LobbyWatch
 from tossim.server.mirror import MirrorHub
-from tossim.server.routes import arenas, games, health, lobbies, models
+from tossim.server.routes import arenas, games, health, lobbies, models, roles
 from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
+from tossim.server.web_mount import WebMount, method_not_allowed
 from tossim.server.workers import WorkerHub
 from tossim.server.workers import router as workers_router
 from tossim.server.ws import router as ws_router
@@ -136,6 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.check_start()  # StartRefused: a secret or token others could have
+        if (old := settings.old_secret_file()) is not None:
+            log.warning("%s is an old deal secret, no longer read (and the one the "
+                        "repository once held is public): delete it", old)
         store = await Store.open(settings.database_url)
         bus = make_bus(settings.redis_url, settings.redis_prefix)
         # this process's name in the fleet: its leases and its workers
@@ -147,9 +154,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.workers = WorkerHub(bus, process, ttl=settings.lease_s)
         app.state.actors = ActorHub(store, bus, settings, app.state.workers, owner=process)
         app.state.mirrors = MirrorHub(store, bus)
+        app.state.lobbies = LobbyWatch(bus)
         app.state.limiter = make_limiter(bus, settings.max_sockets_per_seat,
                                          settings.chat_limit_messages,
                                          settings.chat_limit_seconds)
+        app.state.lobby_rate = LobbyRate(settings.lobby_rate_limit,
+                                         settings.lobby_rate_seconds, bus)
         _apps_open[0] += 1
         demo = None
         probes = start_probes(settings.models)  # chat entries: constraint modes, in background
@@ -170,6 +180,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await app.state.actors.stop_all()
             await app.state.workers.close()
             await app.state.mirrors.close()
+            await app.state.lobbies.close()
             await app.state.limiter.aclose()
             await bus.close()
             await store.close()
@@ -179,7 +190,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 # every app in the process: only the last one closes them)
                 await close_shared_backends()
 
-    app = FastAPI(title="ToSSim", version=__version__, lifespan=lifespan,
+    # FastAPIOffline: FastAPI whose /docs and /redoc take Swagger UI's and
+    # ReDoc's assets from the fastapi-offline package, not a CDN (they work
+    # with the network cut)
+    app = FastAPIOffline(title="ToSSim", version=__version__, lifespan=lifespan,
                   description="Town of Salem with human and AI seats: lobbies, live games "
                               "over websockets, replays. See docs/api.md for the websocket "
                               "protocol.")
@@ -188,10 +202,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(lobbies.router)
     app.include_router(lobbies.modes_router)
     app.include_router(models.router)
+    app.include_router(roles.router)
     app.include_router(games.router)
     app.include_router(arenas.router)
     app.include_router(ws_router)
     app.include_router(workers_router)
+    app.add_exception_handler(405, method_not_allowed)
     if WEB_DIR.is_dir():
-        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+        # never under /api/: the API answers its own 404s and 405s (web_mount.py)
+        app.router.routes.append(WebMount("/", StaticFiles(directory=WEB_DIR, html=True),
+                                          name="web"))
     return app

@@ -3,7 +3,8 @@
 Channels carry JSON-able dicts. Game channels carry the accepted commands of a
 game (every process keeps a mirror of the games it serves and applies them);
 command channels carry seat commands to the process that runs the game, and
-reply channels carry the answer back. Thinking channels carry model seats'
+reply channels carry the answer back. Lobby channels say that a lobby
+changed (its waiting seat sockets re-read it). Thinking channels carry model seats'
 steps (thinking, tool calls, observations) to omniscient spectators.
 
 Inference workers are shared by all the processes (`tossim.server.workers`):
@@ -31,6 +32,13 @@ def game_channel(game_id: str) -> str:
 
 def command_channel(game_id: str) -> str:
     return f"tossim:cmd:{game_id}"
+
+
+def lobby_channel(game_id: str) -> str:
+    """A lobby's changes (a seat claimed or freed, its settings, the start):
+    the seat sockets waiting in the lobby re-read it then, instead of polling
+    the store (docs/api.md, "Seat sockets in the lobby")."""
+    return f"tossim:lobby:{game_id}"
 
 
 def thinking_channel(game_id: str) -> str:

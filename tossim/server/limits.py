@@ -3,11 +3,14 @@ per-seat chat rates and socket counts.
 
 - `BodyLimit` (ASGI middleware): a body over `max_body_bytes` is answered
   413 before anything parses it, whether it announces its length or streams.
-- `BoundedURLHttpTools` (uvicorn's httptools protocol): a request line over
+- `bounded_http_protocol` (uvicorn's httptools protocol): a request line over
   `MAX_URL_BYTES` is answered 414 at once. Without it a websocket upgrade with
   an 8 KB URL got no answer at all (uvicorn hands the request to the
   `websockets` handshake, whose 414 never reached the client), and the
-  client hung until its own timeout.
+  client hung until its own timeout. Headers and bodies that come too slowly
+  are answered 408, and one address holds only so many connections.
+- `LobbyRate`: lobbies one client address may create per window (in Redis
+  with a Redis bus, so the fleet counts together).
 - `SeatLimiter`: chat and whisper rates count per seat across all of its
   sockets (five sockets on one token no longer send five times as much), and
   a seat may hold only so many sockets at once. In this process; with Redis
@@ -86,23 +89,133 @@ class BodyLimit:
         await self.app(scope, bounded_receive, guarded_send)
 
 
-def bounded_http_protocol() -> Any:
-    """uvicorn's httptools protocol with a bound on the URL (or "auto" when
-    httptools is not installed: h11 answers long request lines itself)."""
+def bounded_http_protocol(settings: Any = None) -> Any:
+    """uvicorn's httptools protocol with bounds for clients that hold a
+    connection without finishing a request (or "auto" when httptools is not
+    installed: h11 answers long request lines itself):
+
+    - a request line over MAX_URL_BYTES is answered 414 at once;
+    - headers must arrive within `header_timeout_s` of the request's first
+      byte (or of the connection), and the body within `body_timeout_s` of
+      the headers: else 408 and the connection closes (a "slowloris" held 300
+      connections for a minute with a header line every few seconds);
+    - one client address holds at most `max_connections_per_client`
+      connections at once (websockets included, until they close); one more
+      is answered 429 and closed.
+
+    `settings` (a Settings; None: its defaults) gives the bounds."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
         return "auto"
+    if settings is None:
+        from tossim.server.settings import Settings
 
-    class BoundedURLHttpTools(HttpToolsProtocol):
+        settings = Settings()
+    header_timeout = float(settings.header_timeout_s)
+    body_timeout = float(settings.body_timeout_s)
+    max_per_client = int(settings.max_connections_per_client)
+    open_by_client: dict[str, int] = {}  # this server's connections, by address
+
+    class BoundedHttpTools(HttpToolsProtocol):
+        _timer: asyncio.TimerHandle | None = None
+        _counted: str | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            host = self.client[0] if self.client else ""
+            if max_per_client and host:
+                if open_by_client.get(host, 0) >= max_per_client:
+                    self._refuse(429, "Too Many Requests",
+                                 f"too many connections from this address: at most "
+                                 f"{max_per_client} at once")
+                    return
+                open_by_client[host] = open_by_client.get(host, 0) + 1
+                self._counted = host
+            self._arm(header_timeout, "request headers")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            self._uncount()
+            super().connection_lost(exc)
+
+        def _uncount(self) -> None:
+            host, self._counted = self._counted, None
+            if host is not None:
+                n = open_by_client.get(host, 0) - 1
+                if n > 0:
+                    open_by_client[host] = n
+                else:
+                    open_by_client.pop(host, None)
+
+        def _arm(self, seconds: float, what: str) -> None:
+            self._disarm()
+            self._timer = self.loop.call_later(seconds, self._timed_out, seconds, what)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _timed_out(self, seconds: float, what: str) -> None:
+            self._timer = None
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete or not cycle.response_started:
+                self._refuse(408, "Request Timeout",
+                             f"the {what} did not arrive within {seconds:g} s")
+            else:
+                self.transport.close()
+
+        def _refuse(self, status: int, phrase: str, msg: str) -> None:
+            body = msg.encode()
+            self.transport.write(
+                f"HTTP/1.1 {status} {phrase}\r\n".encode()
+                + b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + body)
+            self.transport.close()
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._url_too_long = False
+            if self._timer is None:  # a further request on a kept-alive connection
+                self._arm(header_timeout, "request headers")
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            if self.parser.should_upgrade() and self._should_upgrade():
+                self._disarm()  # a websocket: its handshake follows
+            else:
+                self._arm(body_timeout, "request body")
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        def handle_websocket_upgrade(self) -> None:
+            self._disarm()
+            super().handle_websocket_upgrade()
+            # the websocket's protocol now owns the connection: it keeps this
+            # address's count until it is lost
+            ws_protocol = self.transport.get_protocol()
+            lost = ws_protocol.connection_lost
+            host, self._counted = self._counted, None
+
+            def connection_lost(exc: Exception | None) -> None:
+                if host is not None:
+                    self._counted = host
+                    self._uncount()
+                lost(exc)
+
+            ws_protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
         def on_url(self, url: bytes) -> None:
             super().on_url(url)
             if len(self.url) > MAX_URL_BYTES and not self._url_too_long:
                 self._url_too_long = True
+                self._disarm()
                 msg = f"URL over {MAX_URL_BYTES} bytes".encode()
                 self.transport.write(
                     b"HTTP/1.1 414 URI Too Long\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -116,7 +229,7 @@ def bounded_http_protocol() -> Any:
                 return  # answered 414 already
             super().send_400_response(msg)
 
-    return BoundedURLHttpTools
+    return BoundedHttpTools
 
 
 Key = tuple[str, int]  # (game id, slot)
@@ -320,3 +433,52 @@ def make_limiter(bus: Any, max_sockets: int, chat_messages: int,
         return RedisSeatLimiter(client, getattr(bus, "prefix", ""), max_sockets,
                                 chat_messages, chat_seconds)
     return SeatLimiter(max_sockets, chat_messages, chat_seconds)
+
+
+class LobbyRate:
+    """Lobbies one client address may create per window (`lobby_rate_limit`
+    per `lobby_rate_seconds`): creating lobbies is the cheapest way to fill
+    the store (300 in 14 s). A sliding window per address, in this process,
+    or in Redis for the whole fleet when the bus is Redis (if Redis fails,
+    counted here, logged)."""
+
+    def __init__(self, limit: int, seconds: float, bus: Any = None) -> None:
+        self.limit, self.seconds = limit, seconds
+        self.recent: dict[str, deque[float]] = {}
+        client = getattr(bus, "client", None)
+        self.client = client if getattr(bus, "kind", None) == "redis" else None
+        self.prefix = getattr(bus, "prefix", "")
+        self._script = self.client.register_script(_CHAT) if self.client is not None else None
+        self._names = itertools.count(1)
+        self._me = uuid.uuid4().hex[:12]
+
+    def message(self) -> str:
+        return (f"too many new lobbies from this address: at most {self.limit} in "
+                f"{self.seconds:g} seconds; try again later")
+
+    async def allow(self, address: str) -> bool:
+        """Count one lobby for `address`: False (not counted) if it has made
+        `limit` in the window already."""
+        if self._script is not None:
+            try:
+                return bool(await self._script(
+                    keys=[f"{self.prefix}tossim:lobbies:{address}"],
+                    args=[self.limit, int(self.seconds * 1_000_000),
+                          f"{self._me}:{next(self._names)}"]))
+            except Exception:
+                log.warning("limits: Redis did not answer; counting this lobby here",
+                            exc_info=True)
+        return self.allow_now(address)
+
+    def allow_now(self, address: str) -> bool:
+        now = time.monotonic()
+        if len(self.recent) > 10_000:  # forget addresses that have been quiet
+            self.recent = {a: q for a, q in self.recent.items()
+                           if q and now - q[-1] < self.seconds}
+        recent = self.recent.setdefault(address, deque())
+        while recent and now - recent[0] >= self.seconds:
+            recent.popleft()
+        if len(recent) >= self.limit:
+            return False
+        recent.append(now)
+        return True

@@ -10,6 +10,7 @@ second server behind a load balancer) serves it exactly like the one that does.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import struct
@@ -66,7 +67,11 @@ class GameMirror:
         self.game: Game | None = None
         self.seq = 0  # commands applied
         self.deadline: float | None = None
-        self.published_at: float | None = None  # when the actor published the last batch
+        # (game version after a batch, when the actor published it; None: loaded
+        # from the store), in order: each viewer's `published_at` is that of
+        # the batch of the newest event it may see (`published_for`), never of
+        # a later batch of hidden events
+        self.batches: list[tuple[int, float | None]] = []
         self.finished = False
         self.users = 0
         self.changed = asyncio.Event()
@@ -81,6 +86,11 @@ class GameMirror:
         self.pushes: dict[tuple[Any, ...], Push] = {}
         # (version, wall time it became visible): for delayed spectators
         self.history: list[tuple[int, float]] = []
+        # day summaries published while this mirror ran (the extractive one at
+        # nightfall, a model's when it replaces it), in order: each socket
+        # forwards the ones after its own count as {"type": "summary"}, so a
+        # page shows a new summary without polling for it
+        self.summaries: list[int] = []  # the day of each summary notice
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -103,6 +113,8 @@ class GameMirror:
         game = rerun(GameConfig.from_dict(row.config), [c for _, _, c in commands])
         self.game = game
         self.seq = len(commands)
+        if not self.batches or game.version > self.batches[-1][0]:
+            self.batches.append((game.version, None))
         self.finished = row.status == "finished" or game.ended
         self._mark()
 
@@ -132,6 +144,11 @@ class GameMirror:
             self.finished = True
             self._mark()
             return
+        if msg.get("type") == "summary":
+            if isinstance(msg.get("day"), int):
+                self.summaries.append(int(msg["day"]))
+                self._mark()
+            return
         if msg.get("type") == "deadline":
             if self.game is not None and msg.get("phase_seq") == self.game.phase_seq:
                 self.deadline = msg.get("deadline")
@@ -151,8 +168,22 @@ class GameMirror:
                 apply(self.game, command_from_dict(data))
                 self.seq = first + i
         self.deadline = msg.get("deadline")
-        self.published_at = msg.get("t")
+        assert self.game is not None
+        if not self.batches or self.game.version > self.batches[-1][0]:
+            t = msg.get("t")
+            self.batches.append((self.game.version,
+                                 float(t) if isinstance(t, int | float) else None))
         self._mark()
+
+    def published_for(self, version: int) -> float | None:
+        """When the actor published the batch that brought game version
+        `version` (a viewer's newest visible event): the `published_at` a
+        viewer sees. A batch of events hidden from the viewer never moves it
+        (docs/api.md, "Server -> client"). None: loaded from the store."""
+        if version <= 0:
+            return None
+        i = bisect.bisect_left(self.batches, version, key=lambda b: b[0])
+        return self.batches[i][1] if i < len(self.batches) else None
 
     def version_at(self, when: float) -> int:
         """The game's version as it stood at wall time `when` (delayed spectators)."""

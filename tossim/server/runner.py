@@ -34,8 +34,7 @@ from typing import Any, Protocol, cast
 from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.match import seat_command_problem, seats_to_ask
-from tossim.agents.memory import SeatMemory
-from tossim.agents.summarize import fallback_summary, write_chat_summary, write_summary
+from tossim.agents.resume import acted_in, restore_seat
 from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
 from tossim.engine import (
     Command,
@@ -66,6 +65,7 @@ from tossim.server.bus import (
     game_channel,
     thinking_channel,
 )
+from tossim.server.day_summaries import DaySummaries
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import ConflictError, Store
@@ -175,6 +175,7 @@ class GameActor:
         self.ai: dict[int, AISeat] = {}
         # day -> summary of its public discussion (shown to model seats and spectators)
         self.summaries: dict[int, str] = {}
+        self.day_summaries = DaySummaries(game_id, store, bus, self.summaries)
         for slot in range(1, config.players + 1):
             spec = seats.get(slot, {"kind": "ai", "backend": "scripted"})
             if spec.get("kind", "ai") == "ai" or not spec.get("claimed", True):
@@ -201,6 +202,9 @@ class GameActor:
         # stored, and the last stored seq (a resumed game goes on counting)
         self.turns_stored = dict.fromkeys(self.ai, 0)
         self.turn_seq = dict.fromkeys(self.ai, 0)
+        # slot -> the phases (phase_seq) it played before a restart (its turn
+        # records; for any AI seat, its commands in the log): not asked again
+        self.acted: dict[int, set[int]] = {}
         self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         # standard games with a living human: until `hold_until` an AI vote
         # that would complete a majority is held (one per seat, the latest)
@@ -229,7 +233,11 @@ class GameActor:
         if self.deterministic:
             self.pending.extend(self.stored)  # re-simulate, checking against the log
         else:
-            for _seq, _origin, data in self.stored:
+            for _seq, origin, data in self.stored:
+                if origin.startswith("ai:"):  # that seat played this phase already
+                    with contextlib.suppress(ValueError):
+                        self.acted.setdefault(int(origin[3:]), set()).add(
+                            self.game.phase_seq)
                 apply(self.game, command_from_dict(data))
         self.summaries.update(await self.store.summaries(self.game_id))
         self._summarized = set(self.summaries)
@@ -239,6 +247,7 @@ class GameActor:
         self.task = asyncio.create_task(self._main(), name=f"actor-{self.game_id}")
 
     async def stop(self) -> None:
+        await self.day_summaries.close()
         for task in (self.task, self._sub_task, self._think_task):
             if task is not None:
                 task.cancel()
@@ -273,7 +282,9 @@ class GameActor:
             else:
                 await self._run_realtime()
             if self.game.ended:
-                # metrics first: a game marked finished has everything stored
+                # the last day's model summary (within its deadline), then
+                # metrics: a game marked finished has everything stored
+                await self.day_summaries.settle()
                 await self._save_metrics()
                 await self.store.set_status(self.game_id, "finished", result=self.game.result,
                                             winners=list(self.game.winners))
@@ -337,9 +348,11 @@ class GameActor:
     async def _watch_thinking(self) -> None:
         """Hook every seat that reports its steps (`LLMSeat.on_step`): each step
         goes to the thinking channel, which only omniscient spectators read."""
-        for slot, turns in self._stored_turn_counts(await self.store.turns(self.game_id)).items():
+        stored = await self.store.turns(self.game_id)
+        for slot, turns in self._stored_turn_counts(stored).items():
             if slot in self.turn_seq:
                 self.turn_seq[slot] = turns
+        self._resume_seats(stored)
         hooked = False
         loop = asyncio.get_running_loop()
         for slot, seat in self.ai.items():
@@ -349,6 +362,17 @@ class GameActor:
         if hooked:
             self._think_task = asyncio.create_task(self._publish_thinking(),
                                                    name=f"think-{self.game_id}")
+
+    def _resume_seats(self, rows: list[dict[str, Any]]) -> None:
+        """A resumed game's model seats are the same players: each is rebuilt
+        from its stored turns (turn counter, tool results, notes, the version
+        it last acted on, turn records, metrics) and is not asked again in a
+        phase it already played (docs/architecture.md, "Resume")."""
+        for slot, seat in self.ai.items():
+            turns = [r for r in rows if r["slot"] == slot]
+            if turns:
+                self.turns_stored[slot] += restore_seat(seat, turns)
+                self.acted.setdefault(slot, set()).update(acted_in(turns))
 
     @staticmethod
     def _stored_turn_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
@@ -392,8 +416,9 @@ class GameActor:
             if not isinstance(turn, dict):
                 continue
             self.turn_seq[slot] += 1
+            # phase_seq and version: what a resumed seat is rebuilt from (agents/resume.py)
             data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "move",
-                                             "tokens")}
+                                             "tokens", "phase_seq", "version")}
             day = turn.get("day")
             phase = turn.get("phase")
             try:
@@ -455,7 +480,8 @@ class GameActor:
         game = self.game
         while not game.ended:
             seq = game.phase_seq
-            asked = [slot for slot in seats_to_ask(game) if slot in self.ai]
+            asked = [slot for slot in seats_to_ask(game)
+                     if slot in self.ai and seq not in self.acted.get(slot, ())]
             early: dict[int, asyncio.Task[list[Command]]] = {}
             if self.models.intersection(asked):
                 # model seats think at the same time (one batch for the backend);
@@ -537,7 +563,8 @@ class GameActor:
             asks = [asyncio.create_task(self._ask_later(slot, seq, [started + f * length
                                                                     for f in
                                                                     self._ask_times(slot, seq)]))
-                    for slot in seats_to_ask(game) if slot in self.ai]
+                    for slot in seats_to_ask(game)
+                    if slot in self.ai and seq not in self.acted.get(slot, ())]
             try:
                 while game.phase_seq == seq and not game.ended:
                     now = time.time()
@@ -582,7 +609,15 @@ class GameActor:
             await self._seat_command(item)
 
     async def _seat_command(self, item: dict[str, Any]) -> None:
-        """A human seat's command, forwarded by a websocket (maybe from another process)."""
+        """A human seat's command, forwarded by a websocket (maybe from another
+        process). One taken up after its `expires` is dropped unapplied: its
+        socket has told the player so, and a command sent again must not
+        count twice."""
+        expires = item.get("expires")
+        if isinstance(expires, int | float) and time.time() > expires:
+            log.warning("game %s: seat %s's command came too late to answer; not applied",
+                        self.game_id, item.get("slot"))
+            return
         reply: dict[str, Any] = {"ok": True}
         try:
             raw = item.get("command")
@@ -614,44 +649,33 @@ class GameActor:
             await self.store.save_metrics(self.game_id, slot, data)
 
     # ---- day summaries --------------------------------------------------------------------
-    async def _write_summary(self, public: View, day: int) -> str:
-        """By the game's model (in this process, or on the game's worker) if it
-        has model seats, else extractively; a model that fails or does not
-        answer in time leaves the extractive summary."""
-        memory = SeatMemory(0)
-        memory.update(public)
-        seed = derive_seed(self.game.config.seed, "summary", day)
-        seat = self.ai[min(self.models)] if self.models else None
-        try:
-            if isinstance(seat, LLMSeat):
-                return await write_summary(seat.loop.backend, memory, day, seed=seed)
-            if isinstance(seat, ChatSeat):
-                # bounded like one of its turns: an outage must not hold the game up
-                return await write_chat_summary(seat.backend, memory, day,
-                                                seconds=seat.config.turn_seconds)
-            if isinstance(seat, RemoteSeat):
-                return await asyncio.wait_for(
-                    seat.hub.summarize(self.game_id, seat.backend, public, day, seed),
-                    self.settings.model_deadline)
-        except (TimeoutError, ConnectionError, ValueError):
-            log.warning("game %s: the model did not summarise day %d", self.game_id, day,
-                        exc_info=True)
-        return fallback_summary(memory, day)
+    def _summary_seconds(self) -> float:
+        """How long the model may take over a day's summary: `summary_share` of
+        the phase that follows (the Night) in timed games, so a model summary
+        lands while that phase runs; a model turn's deadline in fast and paced
+        games (docs/architecture.md, "Day summaries")."""
+        if self.flat_out:
+            return float(self.settings.model_deadline)
+        night = (DURATIONS[self.game.flags.durations]["night"] * self.settings.time_scale
+                 * SPEED_SCALE.get(self.speed, 1.0))
+        return max(0.1, self.settings.summary_share * night)
 
     async def _summarize_ended_days(self) -> None:
         """Once a day is over (night fell, or the game ended), summarise its
-        public discussion once: by the game's model if it has model seats,
-        else extractively; store it and tell spectators."""
+        public discussion once: the extractive summary is stored and published
+        at once; the game's model, if it has model seats, writes its own beside
+        the game, which replaces it if it comes in time (`DaySummaries`). The
+        actor never waits for a model here."""
         game = self.game
         day = game.day
         if not (game.phase is Phase.NIGHT or game.ended) or day in self._summarized:
             return
         self._summarized.add(day)
-        text = await self._write_summary(view(game, PUBLIC_VIEWER), day)
-        self.summaries[day] = text
-        await self.store.add_summary(self.game_id, day, text)
-        await self.bus.publish(game_channel(self.game_id), {
-            "type": "summary", "day": day, "text": text, "version": game.version})
+        seat = self.ai[min(self.models)] if self.models else None
+        await self.day_summaries.ended(
+            view(game, PUBLIC_VIEWER), day, game.version, seat=seat,
+            seed=derive_seed(game.config.seed, "summary", day),
+            seconds=self._summary_seconds())
 
 
 def process_name() -> str:

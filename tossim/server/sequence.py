@@ -37,6 +37,23 @@ def version_at(game: Game, viewer: Viewer, seq: int) -> int:
     return seen[min(seq, len(seen)) - 1].v
 
 
+def newest_at(game: Game, viewer: Viewer, version: int) -> int:
+    """The game version of the newest event up to `version` this viewer may
+    see (0 for none): what its timing fields may follow."""
+    version = min(version, game.version)
+    if viewer.kind == "omniscient":
+        return version
+    # look back from `version` in growing windows: the newest visible event
+    # is nearly always among the last few (this runs for every push built)
+    window = 64
+    while True:
+        since = max(0, version - window)
+        seen = [e for e in visible_events(game, viewer, since) if e.v <= version]
+        if seen or since == 0:
+            return seen[-1].v if seen else 0
+        window *= 4
+
+
 def renumber(events: list[Any], first: int) -> list[dict[str, Any]]:
     """Projected events numbered first, first + 1, ... (new dicts)."""
     return [{**e, "v": first + i} for i, e in enumerate(events)]

@@ -28,6 +28,7 @@ from tossim.engine.view import (
 )
 from tossim.inference.registry import unavailable_reason
 from tossim.replay import LOG_FORMAT, rerun
+from tossim.server.bus import lobby_channel
 from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, SPEED_SCALE, ActorHub
 from tossim.server.sequence import renumber, seq_at
@@ -350,7 +351,10 @@ async def open_lobby(store: Store, spec: LobbyIn, *, demo: bool = False,
         seat_token = secrets.token_urlsafe(24)
         first.name, first.claimed, first.token_hash = spec.name, True, token_hash(seat_token)
     lobby: dict[str, Any] = {"speed": spec.speed, "demo": demo,
-                             "owner_hash": token_hash(owner_token)}
+                             "owner_hash": token_hash(owner_token),
+                             # the deal is decided again at the start, from the
+                             # final seats (a PATCH may add human seats)
+                             "asked_seed": spec.seed}
     if speech := seat_speech({}, spec.seats):
         lobby["speech"] = speech
     if humans:
@@ -434,6 +438,20 @@ def fair_seed(secret: bytes, game_id: str, asked: int | None) -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # 0 .. 2**63-1, like a lobby's seed
 
 
+def deal_seed(row: GameRow, settings: Settings) -> int:
+    """The seed a lobby is dealt from, decided at the start from its final
+    seats: the fair seed if any seat is human (whatever the seats were when
+    the lobby was made), else the seed asked for (else the lobby's own
+    random one). Lobbies stored before `asked_seed` keep their seed."""
+    seed = int(row.config["seed"])
+    if "asked_seed" not in row.lobby:
+        return seed
+    asked = row.lobby["asked_seed"]
+    if any(s.kind == "human" for s in row.seats):
+        return fair_seed(settings.server_secret(), row.id, asked)
+    return int(asked) if asked is not None else seed
+
+
 async def get_row(store: Store, game_id: str) -> GameRow:
     row = await store.get_game(game_id) if len(game_id) <= 64 else None
     if row is None:
@@ -467,13 +485,17 @@ async def start(store: Store, actors: ActorHub, game_id: str) -> GameRow:
     for s in row.seats:
         name = s.name if s.kind == "human" and s.claimed else f"Player {s.slot}"
         names.append(name if name not in names else f"{name} ({s.slot})")
-    config = GameConfig.from_dict({**row.config, "names": names})
+    config = GameConfig.from_dict({**row.config, "names": names,
+                                   "seed": deal_seed(row, actors.settings)})
     try:
         # this process takes the game's lease with the start: it runs the game
         await store.start_game(game_id, config.to_dict(), lease=(actors.owner, actors.lease_s))
     except ConflictError:
         raise ServiceError(409, "this game has already started") from None
-    await actors.start_game(game_id)
+    try:
+        await actors.start_game(game_id)
+    finally:  # the seat sockets waiting in the lobby (tossim.server.lobby_watch)
+        await actors.bus.publish(lobby_channel(game_id), {"type": "started"})
     return await get_row(store, game_id)
 
 

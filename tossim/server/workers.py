@@ -25,16 +25,19 @@ has one, travels in the hello, never in the URL):
     server: {"type": "welcome", "worker": "<id>", "steps": true}
             (steps: the server takes step frames; a worker streams only then)
     server: {"type": "decide", "id", "game", "slot", "seed", "spec", "fresh",
-             "view", "summaries"}
+             "view", "summaries", "history" (fresh only: the seat's turn records
+             so far, `agents.resume.history`)}
                                     worker, while deciding, per step of the seat's
                                     turn (LLMSeat.on_step's dicts, no prompt):
                                       {"type": "step", "id", "index", "step"}
                                     worker: {"type": "decided", "id", "commands",
                                       "turn" (metrics), "record" (the turn as
-                                      LLMSeat.turn_log has it: day, phase, prompt,
-                                      output, steps, action, tokens)}
+                                      LLMSeat.turn_log has it: day, phase,
+                                      phase_seq, version, prompt, output, steps,
+                                      action, tokens)}
     server: {"type": "summarize", "id", "game", "backend", "day", "seed", "view"}
-                                    worker: {"type": "summary", "id", "text"}
+                                    worker: {"type": "summary", "id", "text",
+                                      "fallback" (true: extractive, the model failed)}
     worker, on failure: {"type": "failed", "id", "error"}
     server: {"type": "cancel", "id"} (the server stopped waiting for that turn)
     server: {"type": "forget", "game"} (the game ended)
@@ -86,6 +89,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.agents.llm_seat import AgentMetrics
+from tossim.agents.resume import history
 from tossim.engine import Command, MalformedCommand, View, command_from_dict
 from tossim.inference.registry import MODEL_BACKENDS
 from tossim.server.bus import (
@@ -110,7 +114,8 @@ LOOPBACK = {"127.0.0.1", "::1"}
 MAX_STEPS = 64
 MAX_STEP_CHARS = 16_000
 MAX_RECORD_CHARS = 2 * 2**20  # a turn record (its prompt included) stored per turn
-TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "move", "tokens")
+TURN_KEYS = ("day", "phase", "phase_seq", "version", "prompt", "output", "steps", "action",
+             "move", "tokens")
 
 StepHook = Callable[[dict[str, Any]], None]
 
@@ -587,6 +592,8 @@ class WorkerHub:
         text = reply.get("text")
         if reply.get("type") != "summary" or not isinstance(text, str) or not text.strip():
             raise WorkerReplyError(f"worker {link.name}: no summary ({reply.get('error')!r})")
+        if reply.get("fallback") is True:  # the worker's model failed: not a model summary
+            raise WorkerReplyError(f"worker {link.name}: its model wrote no usable summary")
         return text
 
 
@@ -622,14 +629,16 @@ class RemoteSeat:
             link = await self.hub.link_for(self.game_id, self.backend)
             fresh = link.id != self.link_id
             data = obs.to_dict()
-            if fresh:  # a new worker: everything this seat has seen so far
+            request: dict[str, Any] = {
+                "type": "decide", "game": self.game_id, "slot": self.slot,
+                "seed": self.seed, "spec": self.spec, "fresh": fresh, "view": data,
+                "summaries": {str(d): t for d, t in self.summaries.items()}}
+            if fresh:  # a new worker: everything this seat has seen and done so far
                 data["events"] = self.events
+                if self.turn_log:  # its turns, so it goes on as the same player
+                    request["history"] = history(self.turn_log)
             try:
-                reply = await link.request({
-                    "type": "decide", "game": self.game_id, "slot": self.slot,
-                    "seed": self.seed, "spec": self.spec, "fresh": fresh, "view": data,
-                    "summaries": {str(d): t for d, t in self.summaries.items()}},
-                    self._step)
+                reply = await link.request(request, self._step)
             except WorkerGone:
                 self.link_id = None
                 continue  # the game moves to another worker
@@ -690,7 +699,7 @@ async def worker_socket(ws: WebSocket) -> None:
     hub: WorkerHub = ws.app.state.workers
     settings = ws.app.state.settings
     await ws.accept()
-    if "token" in ws.query_params:
+    if any(k.lower() == "token" for k in ws.query_params):  # ?TOKEN= too
         await ws.close(code=CLOSE_PROTOCOL, reason="the worker token goes in the hello "
                                                    "message, never in the URL")
         return

@@ -24,7 +24,7 @@ from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel, thinking_channel
 from tossim.server.mirror import GameMirror, Push
 from tossim.server.names import strip_format
-from tossim.server.sequence import renumber, seq_at, version_at
+from tossim.server.sequence import newest_at, renumber, seq_at, version_at
 from tossim.server.service import (
     ServiceError,
     get_row,
@@ -41,8 +41,18 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 REPLY_TIMEOUT = 5.0
+# A seat command the game has not taken up within this many seconds is
+# dropped by the game's actor unapplied, well before the socket gives up at
+# REPLY_TIMEOUT: "the game did not answer" then means it was not applied, so a
+# player who sends it again does not double it (docs/architecture.md, "Day summaries").
+COMMAND_TTL = REPLY_TIMEOUT / 2
 AUTH_TIMEOUT = 10.0
-LOBBY_POLL = 0.5  # seconds between looks at the store while a seat waits for the start
+# A seat socket waiting in the lobby re-reads the lobby when its bus channel
+# says it changed (tossim.server.lobby_watch), and otherwise only this often,
+# in case a bus message was lost (a Redis reconnect).
+LOBBY_RECHECK = 30.0
+SEAT_GONE = ("your seat was given up or removed: this socket no longer plays it "
+             "(join again for a seat)")
 MAX_TOKEN = 200
 _OPEN = State.OPEN
 # pushes sent by this process, by path: "frame" (written by the mirror's
@@ -65,7 +75,7 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
     """A seat's socket. The token comes in the first message,
     `{"type": "auth", "token": ..., "since": v}`, never in the URL (where
     access logs, proxies and browser history would keep it)."""
-    if "token" in ws.query_params:
+    if any(k.lower() == "token" for k in ws.query_params):  # ?TOKEN= too
         await refuse(ws, CLOSE_PROTOCOL, TOKEN_IN_URL)
         return
     await ws.accept()
@@ -88,14 +98,17 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
         await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown seat token")
         return
     limiter = ws.app.state.limiter
-    key = (game_id, seat.slot)
+    # counted per claim, not per slot: a socket of a claim that was freed
+    # never holds one of the next occupant's sockets
+    claim = seat.token_hash or ""
+    key = (f"{game_id}:{claim[:16]}", seat.slot)
     if not await limiter.open(key):
         await ws.close(code=CLOSE_TOO_MANY, reason=f"this seat has {limiter.max_sockets} "
                                                    "sockets open already")
         return
     try:
         await Connection(ws, game_id, Viewer.player(seat.slot), seat_slot=seat.slot,
-                         since=asked).run()
+                         since=asked, claim=claim).run()
     finally:
         await limiter.close(key)
 
@@ -152,11 +165,15 @@ class Connection:
     client's messages, sharing the last version this client has."""
 
     def __init__(self, ws: WebSocket, game_id: str, viewer: Viewer, *,
-                 seat_slot: int | None = None, delay: float = 0.0, since: int = 0) -> None:
+                 seat_slot: int | None = None, delay: float = 0.0, since: int = 0,
+                 claim: str | None = None) -> None:
         self.ws = ws
         self.game_id = game_id
         self.viewer = viewer
         self.slot = seat_slot
+        # the seat claim (its token's hash) this socket authenticated with: the
+        # socket plays the seat only while that claim holds it
+        self.claim = claim
         self.delay = delay
         # The last event this client has, in its own sequence (see
         # tossim.server.sequence): a reconnecting client passes it (seat: in
@@ -167,6 +184,10 @@ class Connection:
         self.sent = 0
         self.sent_deadline: float | None = None
         self.sent_state: dict[str, Any] | None = None
+        # a `resume` waits for its answer: one push, whether or not anything
+        # changed (were it answered only after hidden events, its answer
+        # would tell that they happened)
+        self.resuming = False
         self.wake = asyncio.Event()
         self.send_lock = asyncio.Lock()
         self.label = viewer.label()
@@ -182,6 +203,9 @@ class Connection:
         self.rate_n = settings.rate_limit_messages
         self.rate_window = settings.rate_limit_seconds
         self.recent: list[float] = []
+        # summary notices of the mirror forwarded so far (a socket that joins
+        # later fetches the summaries it needs with its first page load)
+        self.summaries_sent: int | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")))
@@ -235,34 +259,56 @@ class Connection:
         """Wait (answering pings) until the game has started: a seat may
         connect from the lobby page, and its view must come from the started
         game in the store, never from the lobby's config (whose players have
-        no names yet). False if the client left first."""
+        no names yet). The lobby is re-read only when its bus channel says it
+        changed (tossim.server.lobby_watch). False if the client left first,
+        or if the claim this socket authenticated was freed (a kick, the
+        player leaving; the seat may have gone to another player or a bot
+        since): then the socket is closed with 4401 and never plays."""
         store = self.ws.app.state.store
         receiving: asyncio.Task[Any] | None = None
-        try:
-            while True:
-                row = await store.get_game(self.game_id)
-                if row is None:
-                    raise KeyError(self.game_id)
-                if row.status != "lobby":
-                    return True
-                if receiving is None:
-                    receiving = asyncio.create_task(self.ws.receive())
-                done, _ = await asyncio.wait({receiving}, timeout=LOBBY_POLL)
-                if not done:
-                    continue
-                frame, receiving = receiving.result(), None
-                if frame["type"] == "websocket.disconnect":
-                    return False
-                text = frame.get("text") or ""
-                kind = "ping" if '"ping"' in text[:100] else None
-                await self.send({"type": "pong", "version": 0} if kind else
-                                {"type": "error", "version": 0,
-                                 "error": "the game has not started yet"})
-        finally:
-            if receiving is not None:
-                receiving.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await receiving
+        async with self.ws.app.state.lobbies.watch(self.game_id) as lobby:
+            try:
+                while True:
+                    changed = lobby.changed  # taken before the read: no change is missed
+                    row = await store.get_game(self.game_id)
+                    if row is None:
+                        raise KeyError(self.game_id)
+                    if not self._holds_claim(row):
+                        await self.ws.close(code=CLOSE_UNAUTHORIZED, reason=SEAT_GONE)
+                        return False
+                    if row.status != "lobby":
+                        return True
+                    while not changed.is_set():
+                        if receiving is None:
+                            receiving = asyncio.create_task(self.ws.receive())
+                        waiter = asyncio.create_task(changed.wait())
+                        done, _ = await asyncio.wait({receiving, waiter},
+                                                     timeout=LOBBY_RECHECK,
+                                                     return_when=asyncio.FIRST_COMPLETED)
+                        waiter.cancel()
+                        if receiving not in done:
+                            break  # a change (or the rare re-check): read the lobby
+                        frame, receiving = receiving.result(), None
+                        if frame["type"] == "websocket.disconnect":
+                            return False
+                        text = frame.get("text") or ""
+                        kind = "ping" if '"ping"' in text[:100] else None
+                        await self.send({"type": "pong", "version": 0} if kind else
+                                        {"type": "error", "version": 0,
+                                         "error": "the game has not started yet"})
+            finally:
+                if receiving is not None:
+                    receiving.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await receiving
+
+    def _holds_claim(self, row: Any) -> bool:
+        """Whether the seat is still claimed with this socket's token."""
+        if self.claim is None:
+            return True
+        seat = next((s for s in row.seats if s.slot == self.slot), None)
+        return (seat is not None and seat.claimed and seat.token_hash is not None
+                and seat.token_hash == self.claim)
 
     # ---- server -> client ---------------------------------------------------------------
     @property
@@ -305,6 +351,7 @@ class Connection:
                 if push is not None:
                     PUSHES_SENT["asgi"] += 1
                     await self.send_raw(push.text)
+                await self._send_summary_notices(mirror)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), 1.0)
@@ -327,19 +374,43 @@ class Connection:
         mirror = self.mirror
         if (mirror is not None and self.idle and not self.wake.is_set()
                 and not self.send_lock.locked() and self._can_write()):
-            before = (self.sent, self.sent_deadline, self.seq, self.sent_state)
+            before = (self.sent, self.sent_deadline, self.seq, self.sent_state, self.resuming)
             push = self._next(mirror, False)
             if push is None:
+                if self._summaries_due(mirror):
+                    self.wake.set()  # the task sends the notice
                 return
             assert self.direct is not None
             try:
                 self.direct.transport.write(push.frame)
             except Exception:  # not sent: the task sends it (or finds the socket gone)
-                self.sent, self.sent_deadline, self.seq, self.sent_state = before
+                (self.sent, self.sent_deadline, self.seq, self.sent_state,
+                 self.resuming) = before
             else:
                 PUSHES_SENT["frame"] += 1
                 return
         self.wake.set()
+
+    def _summaries_due(self, mirror: GameMirror) -> bool:
+        """Summary notices this socket has not forwarded yet; never to a
+        delayed spectator (a summary of a day it has not seen end yet)."""
+        if self.delay:
+            return False
+        if self.summaries_sent is None:  # joined now: later notices only
+            self.summaries_sent = len(mirror.summaries)
+        return len(mirror.summaries) > self.summaries_sent
+
+    async def _send_summary_notices(self, mirror: GameMirror) -> None:
+        """{"type": "summary", "day": D, "version": V} for each day whose
+        summary was published or replaced since the last notice: the page
+        fetches it (GET /api/games/{id}) at once instead of polling."""
+        if not self._summaries_due(mirror):
+            return
+        assert self.summaries_sent is not None
+        days = sorted(set(mirror.summaries[self.summaries_sent:]))
+        self.summaries_sent = len(mirror.summaries)
+        for day in days:
+            await self.send({"type": "summary", "day": day, "version": self.seq})
 
     def _can_write(self) -> bool:
         """Whether a frame may go straight to the transport now: uvicorn's
@@ -362,6 +433,7 @@ class Connection:
         sockets."""
         game = mirror.game
         assert game is not None
+        first, self.resuming = first or self.resuming, False
         cap = (game.version if not self.delay
                else mirror.version_at(time.time() - self.delay))
         # push new events, and a new phase deadline even without events
@@ -393,8 +465,12 @@ class Connection:
                 "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
                 "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
                 "result": v.result, "winners": v.winners}
+        # when the newest event this viewer may see was published: a hidden
+        # event's batch must not show through as a new time
+        newest = newest_at(game, self.viewer, cap)
         message: dict[str, Any] = {"type": "events", "version": self.seq + len(events),
-                                   "events": events, "published_at": mirror.published_at}
+                                   "events": events,
+                                   "published_at": mirror.published_for(newest)}
         if state is not None:
             message["state"] = state
         return Push(len(events), state, json.dumps(message, separators=(",", ":")))
@@ -438,6 +514,7 @@ class Connection:
                 self.sent = version_at(mirror.game, self.viewer, self.since)
                 self.seq = seq_at(mirror.game, self.viewer, self.sent)
                 self.sent_state = None  # the answer carries the state again
+                self.resuming = True
                 self.wake.set()
             elif kind == "command":
                 await self._command(msg.get("command"), version)
@@ -481,10 +558,12 @@ class Connection:
         sub = await bus.subscribe(reply_to)
         try:
             await bus.publish(command_channel(self.game_id), {
-                "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to})
+                "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to,
+                "expires": time.time() + COMMAND_TTL})
             reply = await asyncio.wait_for(_first(sub), REPLY_TIMEOUT)
         except TimeoutError:
-            reply = {"ok": False, "error": "the game did not answer (is it running?)"}
+            reply = {"ok": False, "error": "the game did not answer (is it running?); "
+                                           "the command was not applied"}
         finally:
             await sub.close()
         if not reply.get("ok"):

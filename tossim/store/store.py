@@ -395,8 +395,15 @@ class Store(ArenaQueries, LeaseQueries):
 
     async def claim_seat(self, game_id: str, slot: int, name: str, token_hash: str) -> bool:
         """Claim a free human seat, atomically: True if this call claimed it;
-        False if the seat does not exist, is an AI seat, or is already claimed."""
+        False if the seat does not exist, is an AI seat, or is already claimed,
+        or if the game is not a lobby (a seat is never claimed in a started
+        game: the row stays locked against a start meanwhile)."""
         async with self._tx() as conn:
+            live = (await conn.execute(sa.select(T.games.c.status)
+                                       .where(T.games.c.id == game_id)
+                                       .with_for_update())).scalar()
+            if live != "lobby":
+                return False
             res = await conn.execute(
                 sa.update(T.seats)
                 .where(T.seats.c.game_id == game_id, T.seats.c.slot == slot,
@@ -432,8 +439,12 @@ class Store(ArenaQueries, LeaseQueries):
         """Free a claimed human seat of a lobby (its token stops working).
         False if the game is not a lobby or the seat is not claimed."""
         async with self._tx() as conn:
+            # the game's row stays locked until the seat is freed, so a start
+            # (which updates that row) cannot slip in between: a seat is never
+            # freed in a started game, where its sockets already play it
             live = (await conn.execute(sa.select(T.games.c.status)
-                                       .where(T.games.c.id == game_id))).scalar()
+                                       .where(T.games.c.id == game_id)
+                                       .with_for_update())).scalar()
             if live != "lobby":
                 return False
             res = await conn.execute(
@@ -633,6 +644,20 @@ class Store(ArenaQueries, LeaseQueries):
         async with self._tx() as conn:
             await conn.execute(sa.insert(T.summaries).values(
                 game_id=game_id, day=day, text=text, created_at=_now()))
+
+    async def replace_summary(self, game_id: str, day: int, text: str) -> None:
+        """Day `day`'s summary becomes `text` (a model's summary that came in
+        time replaces the extractive one stored at nightfall, so replays and a
+        resumed game see one summary per day, the final one); added if the
+        day has none."""
+        async with self._tx() as conn:
+            res = await conn.execute(
+                sa.update(T.summaries)
+                .where(T.summaries.c.game_id == game_id, T.summaries.c.day == day)
+                .values(text=text, created_at=_now()))
+            if not res.rowcount:
+                await conn.execute(sa.insert(T.summaries).values(
+                    game_id=game_id, day=day, text=text, created_at=_now()))
 
     async def summaries(self, game_id: str) -> list[tuple[int, str]]:
         """`(day, text)` in day order (several for one day in the order added)."""

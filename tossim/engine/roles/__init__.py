@@ -17,8 +17,10 @@ from tossim.engine.roles.registry import (
     Level,
     Role,
     TargetRule,
+    cover_claims,
     find_role,
     role,
+    threat,
     town_roles,
 )
 
@@ -32,7 +34,9 @@ __all__ = [
     "Level",
     "Role",
     "TargetRule",
+    "cover_claims",
     "find_role",
     "role",
+    "threat",
     "town_roles",
 ]

@@ -97,8 +97,8 @@ messages({
     "night.sheriff_werewolf": "Your target is a Werewolf!",
     "night.doused": "You were doused in gas!",
     "death.arsonist": "You were set on fire by an Arsonist!",
-    "death.werewolf": "You were mauled by a Werewolf!",
-    "death.werewolf_jailed": "You were mauled by the Werewolf you jailed!",
+    "death.werewolf": "You were attacked by a Werewolf!",
+    "death.werewolf_jailed": "You were killed by the Werewolf you jailed!",
 }, causes={
     "arsonist": "incinerated by an Arsonist",
     "werewolf": "mauled by a Werewolf",
@@ -247,8 +247,8 @@ def maul(n: Night, act: Act) -> None:
 
 
 def _rampage(n: Night, ww: int, house: int) -> None:
-    """A Powerful attack on the house's owner (unless it is home) and every visitor."""
-    n.msg(ww, "night.full_moon")
+    """A Powerful attack on the house's owner (unless it is home) and every visitor.
+    The full moon itself is announced to everyone when the night begins."""
     if house != ww:
         n.strike(ww, house, Level.POWERFUL, "werewolf")
     for v in n.visitors(house):

@@ -120,6 +120,9 @@ class Role:
     becomes_uses: dict[str, int] = field(default_factory=dict)
     # Use counters whose starting value is a rule flag ({"forges": "forger_uses"}).
     uses_flags: dict[str, str] = field(default_factory=dict)
+    # How much the Town gains by lynching this role, when its win condition
+    # does not say it well enough (None: derived, see `threat`).
+    threat_level: float | None = None
 
     def starting_uses(self, flags: object) -> dict[str, int]:
         uses = dict(self.uses)
@@ -503,6 +506,38 @@ GROUP_OF: dict[str, tuple[str, ...]] = {
     name: group for group in INVESTIGATOR_GROUPS for name in group
 }
 FRAMER_GROUP = GROUP_OF["Framer"]
+
+# The Town's view of each win condition (docs/rules.md#role-facts): 1.0 an
+# enemy that kills the Town if left alive, between 0 and 1 an evildoer that
+# wins beside the Town's enemies, 0 harmless, below 0 a role that wins when
+# the Town lynches it ("don't lynch").
+_THREAT_BY_WIN = {"town": 0.0, "mafia": 1.0, "serial_killer": 1.0, "arsonist": 1.0,
+                  "werewolf": 1.0, "vampire": 1.0, "witch": 0.7, "executioner": 0.3,
+                  "survivor": 0.0, "amnesiac": 0.0, "jester": -1.0}
+
+
+def threat(role: Role) -> float:
+    """How much the Town gains by lynching `role` (the scripted bots weigh
+    suspicions with it, the client shows it): its `threat_level`, else the
+    value of its win condition; an unknown win condition counts as an enemy
+    unless the role is Town."""
+    if role.threat_level is not None:
+        return role.threat_level
+    default = 0.0 if role.faction is Faction.TOWN else 1.0
+    return _THREAT_BY_WIN.get(role.win, default)
+
+
+def cover_claims(role: Role) -> tuple[str, ...]:
+    """Town roles a non-Town `role` can claim that an Investigator cannot
+    catch (its own Investigator group), non-unique ones first; empty for a
+    Town role or a group with no Town role in it."""
+    if role.faction is Faction.TOWN:
+        return ()
+    mates = [ROLE_BY_NAME[n.lower()] for n in GROUP_OF.get(role.name, ())
+             if n.lower() in ROLE_BY_NAME]
+    town = [r for r in mates if r.faction is Faction.TOWN and not r.custom_only]
+    return tuple(r.key for r in sorted(town, key=lambda r: r.unique))
+
 
 def role(key: str) -> Role:
     return ROLES[key]

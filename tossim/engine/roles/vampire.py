@@ -72,13 +72,15 @@ def no_vampires(game: Game, p: Player) -> bool:
 
 def convertible(p: Player) -> bool:
     """Town (not the Vampire Hunter or a revealed Mayor) and Neutral
-    Benign/Evil players without defense of their own; Mafia and Neutral
-    Killing roles are attacked."""
+    Benign/Evil players without defense of their own (not the Witch); Mafia
+    and Neutral Killing roles are attacked."""
     if p.faction is Faction.MAFIA or p.role == "vampire_hunter" or p.revealed:
         return False
     if p.spec.alignment == "Neutral Killing" or p.spec.defense > Level.NONE:
         return False
-    return p.role != "vampire"
+    # The Witch is never converted: the bite is an attack, which her one-time
+    # barrier absorbs (docs/rules.md, Vampires).
+    return p.role not in ("vampire", "witch")
 
 
 @handler("bite")
@@ -92,7 +94,7 @@ def bite(n: Night, act: Act) -> None:
             n.strike(house, vamp, Level.BASIC, "vampire_hunter")
         return
     if len(vampires(n.g)) >= MAX_VAMPIRES or not convertible(target):
-        n.attack(Attack(vamp, house, Level.BASIC, "vampire", True))
+        n.attack(Attack(vamp, act.target, Level.BASIC, "vampire", True))
         return
     if not n.visit(vamp, house, "night.jail_attack"):
         return
@@ -123,11 +125,13 @@ def _convert(n: Night) -> None:
 
 @handler("stake")
 def stake(n: Night, act: Act) -> None:
+    """A stake on a Vampire is an attack like any other (A2.3, A2.6): it goes
+    through the attack path, so a Bodyguard guarding the Vampire fights the
+    Hunter off and a heal saves the Vampire."""
     house = n.redirect(act.target)
-    if not n.visit(act.actor, house, "night.jail_attack"):
+    if n.player(house).role != "vampire" or house == n.prisoner:
+        if n.visit(act.actor, house, "night.jail_attack"):
+            n.msg(act.actor, "night.no_vampire")
         return
-    if n.player(house).role == "vampire":
-        n.msg(act.actor, "night.staked_vampire")
-        n.strike(act.actor, house, Level.BASIC, "vampire_hunter")
-    else:
-        n.msg(act.actor, "night.no_vampire")
+    n.msg(act.actor, "night.staked_vampire")
+    n.attack(Attack(act.actor, act.target, Level.BASIC, "vampire_hunter", True))

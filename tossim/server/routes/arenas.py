@@ -7,6 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
+from tossim.server.routes.errors import answers
+
 router = APIRouter(prefix="/api/arenas", tags=["arenas"])
 CACHED_REPORTS = 32
 
@@ -28,7 +30,7 @@ async def list_arenas(request: Request) -> list[dict[str, Any]]:
     return out
 
 
-@router.get("/{arena_id}/report")
+@router.get("/{arena_id}/report", responses=answers(404))
 async def arena_report(arena_id: str, request: Request) -> dict[str, Any]:
     """The arena's figures: per entry, win rates (overall, per faction, per
     role) with 95% Wilson intervals, OpenSkill ratings, survival, votes on

@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from tossim.server import service
 from tossim.server.deps import call
+from tossim.server.routes.errors import answers
 
 router = APIRouter(prefix="/api/games", tags=["games"])
 
@@ -37,13 +38,13 @@ async def list_games(request: Request,
     return out
 
 
-@router.get("/{game_id}")
+@router.get("/{game_id}", responses=answers(404))
 async def get_game(game_id: str, request: Request) -> dict[str, Any]:
     """A game's public summary: seats, status, phase, graveyard, result."""
     return await call(service.summary(request.app.state.store, game_id))
 
 
-@router.get("/{game_id}/replay")
+@router.get("/{game_id}/replay", responses=answers(403, 404, 409))
 async def get_replay(game_id: str, request: Request,
                      viewer: str = Query("public", max_length=12,
                                          description="public, omniscient or a seat number"),
@@ -53,7 +54,7 @@ async def get_replay(game_id: str, request: Request,
     return await call(service.replay(request.app.state.store, game_id, viewer))
 
 
-@router.get("/{game_id}/turns")
+@router.get("/{game_id}/turns", responses=answers(403, 404))
 async def get_turns(game_id: str, request: Request,
                     slot: int | None = Query(None, ge=1, le=15,
                                              description="only this seat's turns"),

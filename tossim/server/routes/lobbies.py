@@ -12,6 +12,8 @@ from fastapi.responses import PlainTextResponse
 
 from tossim.server import service
 from tossim.server.deps import call
+from tossim.server.lobby_watch import notify_lobby
+from tossim.server.routes.errors import answers
 from tossim.store import GameRow
 
 router = APIRouter(prefix="/api/lobbies", tags=["lobbies"])
@@ -26,11 +28,16 @@ async def list_modes() -> dict[str, Any]:
     return service.modes_out()
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=answers(400, 409, 413, 429))
 async def create_lobby(spec: service.LobbyIn, request: Request) -> dict[str, Any]:
     """Create a lobby. Seats not listed are AI seats with the scripted backend.
     The answer's `owner_token` (and, with `name`, the creator's `seat`) is shown
-    only once; only its SHA-256 is stored."""
+    only once; only its SHA-256 is stored. A client address creates at most
+    `lobby_rate_limit` lobbies per `lobby_rate_seconds` (429 beyond)."""
+    rate = request.app.state.lobby_rate
+    if not await rate.allow(request.client.host if request.client else ""):
+        raise HTTPException(429, rate.message(),
+                            headers={"Retry-After": str(int(rate.seconds))})
     row, shown = await call(service.open_lobby(request.app.state.store, spec,
                                                settings=request.app.state.settings))
     return {**service.lobby_out(row), **shown}
@@ -42,21 +49,22 @@ async def list_lobbies(request: Request) -> list[dict[str, Any]]:
     return [service.lobby_out(r) for r in rows]
 
 
-@router.get("/{game_id}")
+@router.get("/{game_id}", responses=answers(404))
 async def get_lobby(game_id: str, request: Request) -> dict[str, Any]:
     return service.lobby_out(await call(service.get_row(request.app.state.store, game_id)))
 
 
-@router.patch("/{game_id}")
+@router.patch("/{game_id}", responses=answers(400, 403, 404, 409, 413))
 async def update_lobby(game_id: str, body: service.LobbySettingsIn, request: Request,
                        authorization: Authorization = None) -> dict[str, Any]:
     """The owner changes the speed or the seats nobody has claimed."""
     row = await call(service.update_lobby(request.app.state.store, game_id, body,
                                           authorization, settings=request.app.state.settings))
+    await notify_lobby(request.app.state.bus, game_id, "settings")
     return service.lobby_out(row)
 
 
-@router.delete("/{game_id}/seats/{slot}")
+@router.delete("/{game_id}/seats/{slot}", responses=answers(403, 404, 409))
 async def remove_seat(game_id: str, request: Request,
                       slot: Annotated[int, Path(ge=1, le=15)],
                       authorization: Authorization = None) -> dict[str, Any]:
@@ -64,16 +72,20 @@ async def remove_seat(game_id: str, request: Request,
     a player leaves with their own seat token (Bearer seat token)."""
     row = await call(service.remove_seat(request.app.state.store, game_id, slot,
                                          authorization))
+    # the freed claim's sockets close (4401) when they read this
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=slot)
     return service.lobby_out(row)
 
 
-@router.post("/{game_id}/join")
+@router.post("/{game_id}/join", responses=answers(400, 404, 409, 413))
 async def join_lobby(game_id: str, body: service.JoinIn, request: Request) -> dict[str, Any]:
     """Claim a free human seat; the token in the answer is shown only once."""
-    return await call(service.join(request.app.state.store, game_id, body))
+    seat = await call(service.join(request.app.state.store, game_id, body))
+    await notify_lobby(request.app.state.bus, game_id, "seats", slot=seat["slot"])
+    return seat
 
 
-@router.post("/{game_id}/start")
+@router.post("/{game_id}/start", responses=answers(403, 404, 409))
 async def start_lobby(game_id: str, request: Request,
                       authorization: Authorization = None) -> dict[str, Any]:
     """Start the game (the owner only); unclaimed human seats are played by scripted bots."""
@@ -92,7 +104,8 @@ DOCS_DIR = PathLib(__file__).resolve().parents[3] / "docs"
 DOC_PAGES = {"rules": "rules.md", "roles": "roles.md"}
 
 
-@modes_router.get("/docs/{page}", response_class=PlainTextResponse)
+@modes_router.get("/docs/{page}", response_class=PlainTextResponse,
+                    responses=answers(404))
 async def doc_page(page: Literal["rules", "roles"]) -> PlainTextResponse:
     """The rules or the role list (docs/*.md, Markdown) for the web client's rules page."""
     try:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from tossim.catalogue import CatalogueError, cached_catalogue
 from tossim.inference.chat_backend import probe_state
+from tossim.server.routes.errors import answers
 from tossim.server.service import entry_unavailable
 
 router = APIRouter(prefix="/api", tags=["models"])
@@ -32,7 +33,7 @@ class ModelsOut(BaseModel):
     models: list[ModelOut]
 
 
-@router.get("/models", response_model=ModelsOut)
+@router.get("/models", response_model=ModelsOut, responses=answers(503))
 async def list_models(request: Request) -> ModelsOut:
     """Every catalogue entry a lobby seat may name in `model`."""
     settings = request.app.state.settings
