@@ -40,6 +40,8 @@ from tossim.inference.base import (
     GenerationRequest,
     GenerationResult,
     HFTokenizer,
+    cpu_threads,
+    deadline_result,
 )
 from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
 from tossim.inference.vocabulary import outlines_core_vocabulary
@@ -106,8 +108,9 @@ class LocalBackend(Backend):
             raise BackendUnavailable(
                 f"the local backend needs torch, transformers and outlines: {exc}") from None
         self.torch = torch
-        if threads:
-            torch.set_num_threads(threads)
+        # as many threads as this process may have cores, never more (torch's
+        # default counts the machine's; docs/agents.md#deadlines)
+        torch.set_num_threads(min(threads or cpu_threads(), cpu_threads()))
         path = Path(model_dir) if model_dir else bundled_model_dir()
         self.model_dir = path
         self.hf_tokenizer = AutoTokenizer.from_pretrained(path)
@@ -234,6 +237,8 @@ class LocalBackend(Backend):
                             _call_soon(loop, fut, None, closed)
                         return
                     wait = False
+                    if _settled(item):  # cancelled, or its deadline passed while it waited
+                        continue
                     admitted.append(item)
                 try:
                     if admitted:
@@ -524,9 +529,18 @@ class _Batch:
         )
         torch, b = self.torch, self.b
         started = time.perf_counter()
+        now = time.monotonic()
         tokens: list[int] = []
         for i, row in enumerate(self.rows):
             r = row.request
+            if row.future.cancelled():  # its asyncio task was cancelled: nobody waits
+                row.finish = "cancelled"
+                tokens.append(b.eos_id)
+                continue
+            if r.deadline is not None and now >= r.deadline:  # what it has, at once
+                row.finish = "deadline"
+                tokens.append(b.eos_id)
+                continue
             logits = self.logits[i:i + 1].float()
             if row.guide is not None:
                 if b._only_eos(row.guide, row.regex):
@@ -600,6 +614,8 @@ class _Batch:
     def _retire(self, i: int, row: _Row) -> None:
         b, r = self.b, row.request
         gen = row.out
+        if row.finish == "cancelled":  # no result; its prefix cache is not worth a copy
+            return
         if row.finish == "stop" and r.stop:
             gen = b._cut_stop(gen, r.stop)
         total = row.fed  # prompt + generated tokens already fed (not the last one)
@@ -627,6 +643,19 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[GenerationRe
     """Resolve a future from the scheduler thread (its loop may be gone)."""
     with contextlib.suppress(RuntimeError):  # a closed event loop: nobody waits any more
         loop.call_soon_threadsafe(_resolve, fut, result, exc)
+
+
+def _settled(item: tuple[GenerationRequest, Any, Any]) -> bool:
+    """Whether a waiting request needs no decoding: its asyncio task was
+    cancelled (dropped), or its deadline passed before it was admitted (it
+    gets an empty "deadline" result)."""
+    req, fut, loop = item
+    if fut.cancelled():
+        return True
+    if req.deadline is not None and time.monotonic() >= req.deadline:
+        _call_soon(loop, fut, deadline_result(req), None)
+        return True
+    return False
 
 
 def _shutdown_ref(ref: weakref.ReferenceType[LocalBackend]) -> None:

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     ai_deadline: float = 10.0
     # The same for model seats (a turn of the bundled model on a CPU takes a while).
     model_deadline: float = 600.0
+    # A model seat's turn in a fast or paced game (no phase clock) must act
+    # within this many seconds; in timed games the phase's end bounds it
+    # (docs/agents.md#deadlines).
+    model_turn_s: float = Field(default=45.0, gt=0)
     # Model seats: the model folder (default: the bundled SmolLM2) and, for the
     # openai backend, the server's base URL.
     model: str | None = None

@@ -614,7 +614,9 @@ class RemoteSeat:
         self.turn_log: list[dict[str, Any]] = []
         self.records_dropped = 0
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
+        """The worker's turn for this seat; the `deadline` (time.monotonic())
+        travels as the seconds left (clocks differ between machines)."""
         last = self.events[-1]["v"] if self.events else 0
         self.events.extend(e for e in obs.events if e["v"] > last)
         while True:
@@ -623,12 +625,14 @@ class RemoteSeat:
             data = obs.to_dict()
             if fresh:  # a new worker: everything this seat has seen so far
                 data["events"] = self.events
+            request: dict[str, Any] = {
+                "type": "decide", "game": self.game_id, "slot": self.slot,
+                "seed": self.seed, "spec": self.spec, "fresh": fresh, "view": data,
+                "summaries": {str(d): t for d, t in self.summaries.items()}}
+            if deadline is not None:
+                request["seconds"] = max(0.0, deadline - time.monotonic())
             try:
-                reply = await link.request({
-                    "type": "decide", "game": self.game_id, "slot": self.slot,
-                    "seed": self.seed, "spec": self.spec, "fresh": fresh, "view": data,
-                    "summaries": {str(d): t for d, t in self.summaries.items()}},
-                    self._step)
+                reply = await link.request(request, self._step)
             except WorkerGone:
                 self.link_id = None
                 continue  # the game moves to another worker
