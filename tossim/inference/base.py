@@ -113,6 +113,9 @@ class BackendStats:
     decode_seconds: float = 0.0
     decode_steps: int = 0
     prefill_passes: int = 0  # forward passes that prefilled new rows (several rows per pass)
+    # requests stopped at their deadline, and dropped because their caller gave up
+    deadline_stops: int = 0
+    cancelled: int = 0
 
     def add(self, results: Sequence[GenerationResult], seconds: float) -> None:
         self.requests += len(results)
@@ -123,6 +126,7 @@ class BackendStats:
             self.prompt_tokens += r.prompt_tokens
             self.cached_tokens += r.cached_tokens
             self.generated_tokens += len(r.token_ids)
+            self.deadline_stops += r.finish_reason == "deadline"
 
     def tokens_per_second(self) -> float | None:
         """How fast one request's tokens come, as measured so far (None before
@@ -143,7 +147,8 @@ class BackendStats:
                 "seconds": round(self.seconds, 3),
                 "prefill_seconds": round(self.prefill_seconds, 3),
                 "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps,
-                "prefill_passes": self.prefill_passes}
+                "prefill_passes": self.prefill_passes, "deadline_stops": self.deadline_stops,
+                "cancelled": self.cancelled}
 
 
 def seconds_left(deadline: float | None) -> float | None:
@@ -245,6 +250,7 @@ class Backend(abc.ABC):
             while not work.done():
                 live = [f for f in futures if not f.done()]
                 if not live:
+                    self.stats.cancelled += len(futures)
                     work.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await work

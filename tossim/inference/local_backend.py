@@ -237,7 +237,7 @@ class LocalBackend(Backend):
                             _call_soon(loop, fut, None, closed)
                         return
                     wait = False
-                    if _settled(item):  # cancelled, or its deadline passed while it waited
+                    if _settled(self, item):  # cancelled, or its deadline passed while it waited
                         continue
                     admitted.append(item)
                 try:
@@ -615,7 +615,9 @@ class _Batch:
         b, r = self.b, row.request
         gen = row.out
         if row.finish == "cancelled":  # no result; its prefix cache is not worth a copy
+            b.stats.cancelled += 1
             return
+        b.stats.deadline_stops += row.finish == "deadline"
         if row.finish == "stop" and r.stop:
             gen = b._cut_stop(gen, r.stop)
         total = row.fed  # prompt + generated tokens already fed (not the last one)
@@ -645,14 +647,16 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[GenerationRe
         loop.call_soon_threadsafe(_resolve, fut, result, exc)
 
 
-def _settled(item: tuple[GenerationRequest, Any, Any]) -> bool:
+def _settled(backend: LocalBackend, item: tuple[GenerationRequest, Any, Any]) -> bool:
     """Whether a waiting request needs no decoding: its asyncio task was
     cancelled (dropped), or its deadline passed before it was admitted (it
     gets an empty "deadline" result)."""
     req, fut, loop = item
     if fut.cancelled():
+        backend.stats.cancelled += 1
         return True
     if req.deadline is not None and time.monotonic() >= req.deadline:
+        backend.stats.deadline_stops += 1
         _call_soon(loop, fut, deadline_result(req), None)
         return True
     return False
