@@ -42,6 +42,7 @@ from tossim.inference.base import (
     HFTokenizer,
     cpu_threads,
     deadline_result,
+    seconds_left,
 )
 from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
 from tossim.inference.vocabulary import outlines_core_vocabulary
@@ -202,7 +203,8 @@ class LocalBackend(Backend):
             self._inbox.put((r, fut, loop))
             futures.append(fut)
         self._ensure_worker()
-        return list(await asyncio.gather(*futures))
+        return list(await asyncio.gather(*(_until_deadline(r, f) for r, f in zip(
+            requests, futures, strict=True))))
 
     async def _generate_batch(
             self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -645,6 +647,33 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[GenerationRe
     """Resolve a future from the scheduler thread (its loop may be gone)."""
     with contextlib.suppress(RuntimeError):  # a closed event loop: nobody waits any more
         loop.call_soon_threadsafe(_resolve, fut, result, exc)
+
+
+# how long past its deadline a caller waits for the scheduler thread (busy in
+# a long prefill on a loaded machine) before it gives up on the request
+DEADLINE_GRACE_S = 0.5
+
+
+async def _until_deadline(req: GenerationRequest,
+                          fut: asyncio.Future[GenerationResult]) -> GenerationResult:
+    """The request's result, waited for until its deadline (and the grace)
+    at most: the thread stops the row at its deadline, but a forward pass in
+    progress (a long prefill) is not interrupted, so a caller that is still
+    waiting then cancels the row (the thread drops it) and gets an empty
+    "deadline" result. A cancelled caller cancels the row too."""
+    left = seconds_left(req.deadline)
+    if left is None:
+        return await fut
+    try:
+        return await asyncio.wait_for(asyncio.shield(fut), left + DEADLINE_GRACE_S)
+    except TimeoutError:
+        if fut.done() and not fut.cancelled():  # it came just now
+            return fut.result()
+        fut.cancel()
+        return deadline_result(req)
+    except asyncio.CancelledError:
+        fut.cancel()
+        raise
 
 
 def _settled(backend: LocalBackend, item: tuple[GenerationRequest, Any, Any]) -> bool:
