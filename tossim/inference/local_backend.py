@@ -327,6 +327,9 @@ class _Row:
     finish: str | None = None
 
 
+# a cold prompt is prefilled this many tokens per forward pass, so a request
+# out of time stops between passes (docs/agents.md#deadlines)
+PREFILL_CHUNK = 512
 SPARE_COLUMNS = 64  # room for this many decode steps before a layer's buffer grows
 
 
@@ -416,9 +419,9 @@ class _Batch:
                 continue
             # a cold row (most of its context new) is prefilled on its own at once,
             # so the rows after it in this admission share the head it computed
-            out = b.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
-                          logits_to_keep=1)
-            b.stats.prefill_passes += 1
+            out = self._prefill_cold(req, fut, loop, ids, cache, hit)
+            if out is None:  # out of time (or abandoned) before its prompt was read
+                continue
             layers = [(layer.keys, layer.values) for layer in cache.layers]
             if req.key:
                 b._keep(req.key, ids, layers)
@@ -442,6 +445,9 @@ class _Batch:
                     b._keep(req.key, ids, layers)
                 self._new_row(rows, new_kv, new_logits, req, fut, loop, ids, hit, layers,
                               logits, started)
+        if not rows:
+            b.stats.prefill_seconds += time.perf_counter() - started
+            return
         width = max([self.width, *(r.fed for r in rows)])
         pad = torch.nn.functional.pad
         n_layers = len(new_kv[0])
@@ -467,6 +473,34 @@ class _Batch:
         b.stats.batches += 1
         b.stats.largest_batch = max(b.stats.largest_batch, len(self.rows))
         b.stats.prefill_seconds += time.perf_counter() - started
+
+    def _prefill_cold(self, req: GenerationRequest, fut: Any, loop: Any,
+                      ids: tuple[int, ...], cache: Any, hit: int) -> Any:
+        """Prefill `ids[hit:]` into `cache` in chunks of PREFILL_CHUNK tokens,
+        checking between chunks whether the request is still wanted: a long
+        prompt on a loaded machine may take longer than the request has
+        (docs/agents.md#deadlines). Then the prefix read so far is kept under
+        the request's key (the seat's next request resumes from it), the
+        caller gets an empty "deadline" result, and this returns None; else
+        the model's output for the last chunk."""
+        b, torch = self.b, self.torch
+        out = None
+        for start in range(hit, len(ids), PREFILL_CHUNK):
+            if start > hit and (fut.cancelled() or (
+                    req.deadline is not None and time.monotonic() >= req.deadline)):
+                if req.key:
+                    b._keep(req.key, ids[:start],
+                            [(layer.keys, layer.values) for layer in cache.layers])
+                if fut.cancelled():
+                    b.stats.cancelled += 1
+                else:
+                    b.stats.deadline_stops += 1
+                    _call_soon(loop, fut, deadline_result(req), None)
+                return None
+            out = b.model(torch.tensor([ids[start:start + PREFILL_CHUNK]]),
+                          past_key_values=cache, use_cache=True, logits_to_keep=1)
+            b.stats.prefill_passes += 1
+        return out
 
     def _new_row(self, rows: list[_Row], new_kv: list[Any], new_logits: list[Any],
                  req: GenerationRequest, fut: Any, loop: Any, ids: tuple[int, ...], hit: int,
