@@ -10,11 +10,10 @@ import json
 import time
 
 import httpx
+from agents.fake_backend import CharTokenizer  # tests/agents, on sys.path under pytest
 
 from tossim.inference.base import GenerationRequest
 from tossim.inference.openai_backend import SELF_TEST_REGEX, OpenAIBackend
-
-from agents.fake_backend import CharTokenizer  # tests/agents, on sys.path under pytest
 
 
 async def test_a_server_that_does_not_answer_in_time_is_left_at_the_deadline() -> None:
