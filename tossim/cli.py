@@ -451,17 +451,23 @@ def bench_agents(
     max_tools: int = typer.Option(4, help="Tool calls per turn."),
     baseline: bool = typer.Option(True, help="Also play the same days one request at a "
                                              "time (no batching) and print the ratio."),
+    time_scale: float = typer.Option(1.0, min=0.01, help="Phase lengths as a share of the "
+                                                         "standard ones."),
+    deadlines: bool = typer.Option(True, help="Give model turns their phase's time (off: "
+                                              "turns run free and are only measured)."),
 ) -> None:
     """Model seats playing a match: actions/s, wall-clock tokens/s, malformed
     rate, faults by kind, tool calls, summaries by model vs fallback, backend
-    prefill/decode time, and the batched/sequential ratio."""
-    from tossim.agents.bench import run_bench_agents
+    prefill/decode time, the batched/sequential ratio, and the share of turns
+    that acted in time, seconds per turn and the share of each phase used."""
+    from tossim.agents.bench import PhaseClock, run_bench_agents
     from tossim.inference.base import BackendUnavailable
 
     try:
         run_bench_agents(ai=ai, model=model, url=url, players=players, days=days, seed=seed,
                          protocol=protocol, think_scale=think_scale, max_tools=max_tools,
-                         baseline=baseline, echo=typer.echo)
+                         baseline=baseline, echo=typer.echo,
+                         clock=PhaseClock(time_scale=time_scale, deadlines=deadlines))
     except BackendUnavailable as exc:
         raise typer.BadParameter(str(exc), param_hint="--ai") from None
 

@@ -42,14 +42,21 @@ class AsyncSeat(Protocol):
     async def decide(self, obs: View) -> list[Command]: ...
 
 
+class TimedSeat(Protocol):
+    """A seat that takes a turn deadline (time.monotonic(); model seats act
+    before it, docs/agents.md#deadlines)."""
+
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]: ...
+
+
 class ScriptedSeat:
     """A scripted bot behind the async seat interface (matches and the server)."""
 
     def __init__(self, slot: int, seed: int) -> None:
         self.bot = ScriptedBot(slot, seed)
 
-    async def decide(self, obs: View) -> list[Command]:
-        return self.bot.decide(obs)
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
+        return self.bot.decide(obs)  # a bot answers at once: it needs no deadline
 
 
 @dataclass

@@ -1,6 +1,14 @@
 """`tossim bench agents`: model seats playing the same days twice, batched and
 one request at a time, with the figures that say where the time goes.
 
+Timing (docs/agents.md#deadlines): each phase lasts its standard length
+times `time_scale`, and a model turn has the phase's share of a round (a
+discussion has two) less the server's margin, as a timed server game gives
+it. With deadlines on, the seats act within it; with them off, the turns run
+free and are only measured against it (how a game without deadlines fares).
+The bench prints the share of turns that acted in time, seconds per turn and
+the share of each phase the model seats used (the slowest seat's turn).
+
 Rates are wall-clock (the match's elapsed seconds), never sums of per-request
 seconds (rows decoded together overlap, so those sums overcount time). Each
 run's backend is closed (its scheduler thread stopped and joined) before the
@@ -10,16 +18,84 @@ next one starts and before the process exits.
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.loop import LoopConfig
-from tossim.agents.model_match import ModelMatch, play_model_match
+from tossim.agents.loop import LoopConfig, phase_turn_seconds
+from tossim.agents.model_match import DEFAULT_ROUNDS, ModelMatch, play_model_match
 from tossim.analysis.quality import format_quality, game_quality
+from tossim.engine.modes import DURATIONS
 from tossim.engine.state import GameConfig
 from tossim.inference.base import Backend, BackendStats
 from tossim.inference.registry import make_backend
+
+
+@dataclass(frozen=True)
+class PhaseClock:
+    """Phase lengths and model turns' time in the bench (module docstring)."""
+
+    time_scale: float = 1.0
+    deadlines: bool = True
+
+    def phase_seconds(self, phase: str) -> float:
+        return DURATIONS["current"].get(phase, 30) * self.time_scale
+
+    def turn_seconds(self, phase: str) -> float:
+        share = self.phase_seconds(phase) / max(1, DEFAULT_ROUNDS.get(phase, 1))
+        return phase_turn_seconds(share)
+
+
+@dataclass
+class Timing:
+    """Model turns against their time: in time, seconds, phase shares."""
+
+    turns: int = 0
+    in_time: int = 0
+    seconds: float = 0.0
+    max_seconds: float = 0.0
+    thinking_cut: int = 0
+    # phase -> shares (one per phase played: its slowest seat's turns over its length)
+    shares: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def in_time_rate(self) -> float:
+        return self.in_time / max(self.turns, 1)
+
+
+def timing(match: ModelMatch, clock: PhaseClock) -> Timing:
+    """Each model turn (`turn_log`) measured against its phase's time."""
+    out = Timing()
+    used: dict[tuple[int, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for slot, seat in match.seats.items():
+        for turn in seat.turn_log:
+            t = turn.get("time") or {}
+            secs = float(t.get("seconds") or 0.0)
+            phase = str(turn["phase"])
+            out.turns += 1
+            out.seconds += secs
+            out.max_seconds = max(out.max_seconds, secs)
+            if not t.get("missed") and secs <= clock.turn_seconds(phase) + 0.5:
+                out.in_time += 1
+            used[(int(turn["day"]), phase)][slot] += secs
+    for (_day, phase), per_seat in sorted(used.items()):
+        out.shares[phase].append(max(per_seat.values()) / clock.phase_seconds(phase))
+    out.thinking_cut = match.total().thinking_cut
+    return out
+
+
+def timing_lines(match: ModelMatch, clock: PhaseClock) -> list[str]:
+    t = timing(match, clock)
+    mode = "deadlines on" if clock.deadlines else "deadlines off (measured only)"
+    shares = ", ".join(f"{phase} {sum(v) / len(v):.0%}" for phase, v in t.shares.items())
+    return [
+        f"    time ({mode}; phases x{clock.time_scale:g} of standard lengths): "
+        f"{t.in_time_rate:.0%} of {t.turns} turns acted in time; "
+        f"{t.seconds / max(t.turns, 1):.1f} s per turn (max {t.max_seconds:.1f}); "
+        f"thinking cut for time in {t.thinking_cut}",
+        f"    share of each phase the model seats used: {shares or 'none'}",
+    ]
 
 
 @dataclass
@@ -39,13 +115,15 @@ class BenchRun:
 
 
 def play_once(backend: Backend, config: GameConfig, loop_config: LoopConfig, days: int,
-              max_batch: int) -> tuple[ModelMatch, BackendStats]:
+              max_batch: int, clock: PhaseClock | None = None
+              ) -> tuple[ModelMatch, BackendStats]:
     backend.max_batch = max_batch
+    timed = clock.turn_seconds if clock is not None and clock.deadlines else None
 
     async def go() -> ModelMatch:
         try:
             return await play_model_match(config, backend, loop_config=loop_config,
-                                          max_days=days)
+                                          max_days=days, turn_seconds=timed)
         finally:
             await backend.close()
 
@@ -83,7 +161,9 @@ def report_lines(run: BenchRun) -> list[str]:
 
 def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: int, days: int,
                      seed: int, protocol: str, think_scale: float, max_tools: int,
-                     baseline: bool, echo: Callable[[str], Any]) -> list[BenchRun]:
+                     baseline: bool, echo: Callable[[str], Any],
+                     clock: PhaseClock | None = None) -> list[BenchRun]:
+    clock = clock or PhaseClock()
     loop_config = LoopConfig(protocol=protocol, max_tool_calls=max_tools).scaled(think_scale)
     config = GameConfig(players=players, seed=seed)
     echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, {days} day(s), "
@@ -93,9 +173,9 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
         if batch == 1 and not baseline:
             break
         match, stats = play_once(make_backend(ai, model=model, url=url), config, loop_config,
-                                 days, batch)
+                                 days, batch, clock)
         runs.append(BenchRun(label, match, stats))
-        for line in report_lines(runs[-1]):
+        for line in report_lines(runs[-1]) + timing_lines(match, clock):
             echo(line)
         if batch > 1:  # the play quality of the batched run's game (tossim.analysis.quality)
             for line in format_quality(game_quality(match.result.game),

@@ -165,12 +165,14 @@ class ChatSeat:
     def entry_name(self) -> str:
         return self.backend.entry.name
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
+        """This turn's commands, within the entry's turn time and before
+        `deadline` (time.monotonic(), the server's turn deadline) if sooner."""
         self.memory.update(obs)
         if not self.memory.legal:
             self.memory.end_turn()
             return []
-        result = await self._turn()
+        result = await self._turn(deadline)
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
@@ -183,10 +185,12 @@ class ChatSeat:
         return out
 
     # ---- one turn ----------------------------------------------------------------------
-    async def _turn(self) -> TurnResult:
+    async def _turn(self, turn_deadline: float | None = None) -> TurnResult:
         cfg, memory = self.config, self.memory
         started = time.perf_counter()
         deadline = time.monotonic() + cfg.turn_seconds - cfg.margin
+        if turn_deadline is not None:
+            deadline = min(deadline, turn_deadline)
         stats = TurnStats()
         messages: list[dict[str, Any]] = build_messages(memory, self.summaries, "json",
                                                         self.persona)

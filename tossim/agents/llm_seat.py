@@ -8,6 +8,8 @@ in), and per-seat metrics that are stored with the game.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,15 @@ class AgentMetrics:
     faults: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     max_seconds: float = 0.0
+    # turns with a deadline (docs/agents.md#deadlines): how many, the seconds
+    # they had and used, how many had their thought cut short for time, and
+    # misses: turns that did not act in time (the action cut short, a wait
+    # for lack of time, done after the deadline, or abandoned at it)
+    timed_turns: int = 0
+    time_given: float = 0.0
+    time_used: float = 0.0
+    thinking_cut: int = 0
+    misses: int = 0
     # speech moves said, by kind (plus lie, false_claim): docs/agents.md#speech-moves
     moves: dict[str, int] = field(default_factory=dict)
 
@@ -62,13 +73,20 @@ class AgentMetrics:
             self.faults[k] = self.faults.get(k, 0) + n
         self.seconds += s.seconds
         self.max_seconds = max(self.max_seconds, s.seconds)
+        if s.time_s is not None:
+            self.timed_turns += 1
+            self.time_given += s.time_s
+            self.time_used += s.seconds
+            self.thinking_cut += int(s.thinking_cut)
+            self.misses += int(s.missed)
         for k in r.move.counts() if r.move is not None else ():
             self.moves[k] = self.moves.get(k, 0) + 1
 
     def merge(self, other: AgentMetrics) -> None:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
-                     "malformed", "forced"):
+                     "malformed", "forced", "timed_turns", "time_given", "time_used",
+                     "thinking_cut", "misses"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
                              (self.moves, other.moves)):
@@ -114,6 +132,10 @@ class AgentMetrics:
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
             "mean_turn_seconds": round(self.seconds / turns, 3),
             "max_turn_seconds": round(self.max_seconds, 3),
+            "timed_turns": self.timed_turns, "misses": self.misses,
+            "in_time_rate": round(1 - self.misses / max(self.timed_turns, 1), 3),
+            "thinking_cut": self.thinking_cut,
+            "time_given": round(self.time_given, 3), "time_used": round(self.time_used, 3),
             "moves": dict(sorted(self.moves.items())),
         }
 
@@ -150,16 +172,26 @@ class LLMSeat:
         self.turn_log: list[dict[str, Any]] = []
         self.on_step: StepHook | None = None
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
+        """This turn's commands; with a `deadline` (time.monotonic()) the
+        turn acts before it (docs/agents.md#deadlines). A turn cancelled
+        after its deadline counts as a miss."""
         self.memory.update(obs)
         if not self.memory.legal:
             self.memory.end_turn()
             return []
         day, phase = self.memory.day, self.memory.phase
         phase_seq, version = self.memory.phase_seq, self.memory.version
-        result = await self.loop.run_turn(
-            self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
-            seed=derive_seed(self.seed, self.metrics.turns), on_step=self._step)
+        try:
+            result = await self.loop.run_turn(
+                self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
+                seed=derive_seed(self.seed, self.metrics.turns), on_step=self._step,
+                deadline=deadline)
+        except asyncio.CancelledError:
+            if deadline is not None and time.monotonic() >= deadline:
+                self.metrics.timed_turns += 1
+                self.metrics.misses += 1
+            raise
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
@@ -173,6 +205,10 @@ class LLMSeat:
             "tokens": {"prompt": result.stats.prompt_tokens,
                        "generated": result.stats.generated_tokens,
                        "cached": result.stats.cached_tokens},
+            "time": {"seconds": round(result.stats.seconds, 3),
+                     "given": (None if result.stats.time_s is None
+                               else round(result.stats.time_s, 3)),
+                     "missed": result.stats.missed},
         })
         return [result.command] if result.command is not None else []
 

@@ -23,7 +23,8 @@ object whose action is final.
 
 The context is a list of token IDs that is only ever appended to (generated
 tokens are kept as generated, never re-tokenised), so every resume re-uses the
-backend's prefix cache. Text cut off by `max_tokens` is closed by the loop: a
+backend's prefix cache. Text cut off by `max_tokens` (or by the turn's
+deadline) is closed by the loop: a
 thought at a word boundary, free text in an action at a word boundary with its
 tag closed, a half-written name completed with the first legal name it fits.
 An action the engine cannot execute gets a fault observation (seed 002) and
@@ -31,6 +32,13 @@ another try (a new thought, then an action); when retries or the turn's token
 budget run out the seat waits. So a turn always ends with one legal final
 action (`wait` is one). Every step (thought, tool call, fault, action) is
 reported to `on_step` as it completes and kept in `TurnResult.steps`.
+
+A turn may have a deadline (time.monotonic(); docs/agents.md#deadlines): the
+thinking budget is cut to what the backend's measured speed can write before
+the time kept for the final action, the thought's requests stop at that time
+(the loop closes the thought), and the action's request stops at the deadline
+(the loop completes it, so it stays legal). A turn that starts with little
+time left skips its thought and acts at once.
 """
 
 from __future__ import annotations
@@ -80,6 +88,21 @@ DEFAULT_THINK_BUDGET: dict[str, int] = {
     "last_words": 64, "night": 128,
 }
 STEP_KINDS = ("thinking", "tool", "fault", "action")
+# A timed turn keeps this share of its time (at least) for the final action,
+# and plans its thought at this share of the backend's measured speed (the
+# machine may slow down mid-turn: docs/agents.md#deadlines)
+ACTION_SHARE = 0.3
+SPEED_MARGIN = 0.7
+# A turn in a timed phase ends this many seconds (at most this share of the
+# time left) before the phase does, so its commands are applied in time (the
+# server and `tossim bench agents` alike)
+TURN_MARGIN_S = 2.0
+TURN_MARGIN_SHARE = 0.2
+
+
+def phase_turn_seconds(left: float) -> float:
+    """A model turn's time when `left` seconds of its phase are left."""
+    return max(0.0, left - min(TURN_MARGIN_S, TURN_MARGIN_SHARE * left))
 StepCallback = Callable[[dict[str, Any]], None]
 _TOOL_TAG = re.compile(r"<([a-z_]+)>[^<]*</\1>\s*$")
 
@@ -128,6 +151,18 @@ class TurnStats:
     faults: dict[str, int] = field(default_factory=dict)
     forced: bool = False  # the loop chose `wait` (budget spent or retries used up)
     seconds: float = 0.0
+    # timed turns (docs/agents.md#deadlines): the seconds the turn had, whether
+    # the time cut its thought short, cut its final action short (the loop
+    # completed it), or ran out (a wait for lack of time, or done after it)
+    time_s: float | None = None
+    thinking_cut: bool = False
+    action_cut: bool = False
+    late: bool = False
+
+    @property
+    def missed(self) -> bool:
+        """A turn that did not act in time (see docs/agents.md#deadlines)."""
+        return self.action_cut or self.late
 
     def fault(self, kind: str) -> None:
         self.faults[kind] = self.faults.get(kind, 0) + 1
@@ -180,9 +215,12 @@ class _Turn:
     """The mutable state of one turn: the context, transcript and steps."""
 
     def __init__(self, loop: ToolLoop, memory: SeatMemory, ids: list[int], stats: TurnStats,
-                 on_step: StepCallback | None, key: str, seed: int) -> None:
+                 on_step: StepCallback | None, key: str, seed: int,
+                 deadline: float | None = None) -> None:
         self.loop, self.memory, self.ids, self.stats = loop, memory, ids, stats
         self.on_step, self.key, self.seed = on_step, key, seed
+        self.deadline = deadline  # the final action's (time.monotonic())
+        self.think_deadline = deadline  # the thought's: the time kept for the action before it
         self.transcript: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.requests = 0
@@ -200,6 +238,9 @@ class _Turn:
         self.requests += 1
         return derive_seed(self.seed, self.requests)
 
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
 
 class ToolLoop:
     """Runs turns for seats against one backend (see the module docstring)."""
@@ -215,25 +256,33 @@ class ToolLoop:
 
     async def run_turn(self, memory: SeatMemory, *, summaries: Mapping[int, str] | None = None,
                        persona: Persona | str | None = None, key: str = "",
-                       seed: int = 0, on_step: StepCallback | None = None) -> TurnResult:
+                       seed: int = 0, on_step: StepCallback | None = None,
+                       deadline: float | None = None) -> TurnResult:
+        """One turn; with a `deadline` (time.monotonic()) it acts before it
+        (see the module docstring)."""
         cfg, tok = self.config, self.backend.tokenizer
         started = time.perf_counter()
         stats = TurnStats()
+        if deadline is not None:
+            stats.time_s = max(0.0, deadline - time.monotonic())
         messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
                                   speech=cfg.speech)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
-        t = _Turn(self, memory, ids, stats, on_step, key, seed)
-        think_left = cfg.budget(memory.phase)
+        t = _Turn(self, memory, ids, stats, on_step, key, seed, deadline)
+        think_left = self._fit(t, cfg.budget(memory.phase))
         retries = 0
         while True:
-            if cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries:
+            if t.out_of_time():
+                stats.late = True
+            if (cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries
+                    or stats.late):
                 stats.forced = True
                 t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
                        '"action": "wait", "args": {}}')
                 return self._done(t, None, "wait", started, messages)
             if retries and think_left < cfg.retry_think_tokens:
-                think_left = cfg.retry_think_tokens
+                think_left = self._fit(t, cfg.retry_think_tokens)
             if cfg.protocol == "xml":
                 think_left = await self._xml_thought(t, think_left)
                 parsed = await self._xml_action(t)
@@ -258,6 +307,29 @@ class ToolLoop:
                 continue
             return self._done(t, cmd, parsed.name, started, messages)
 
+    # ---- time -------------------------------------------------------------------------
+    def _fit(self, t: _Turn, budget: int) -> int:
+        """The thinking budget (tokens) that leaves the final action its time:
+        sets the thought's deadline (ACTION_SHARE of the time left, or the
+        action's tokens at the backend's measured speed if that is more, kept
+        for the action) and cuts `budget` to what the measured speed writes
+        before it (SPEED_MARGIN of it). Without a deadline: `budget`."""
+        if t.deadline is None:
+            return budget
+        left = max(0.0, t.deadline - time.monotonic())
+        rate = self.backend.stats.tokens_per_second()
+        keep = ACTION_SHARE * left
+        if rate:
+            keep = max(keep, self.config.action_tokens / rate)
+        keep = min(keep, left)
+        t.think_deadline = t.deadline - keep
+        if rate is None:  # nothing measured yet: the thought's deadline alone bounds it
+            return budget if left > keep else 0
+        fits = int((left - keep) * rate * SPEED_MARGIN)
+        if fits < budget:
+            t.stats.thinking_cut = True
+        return max(0, min(budget, fits))
+
     # ---- XML: one thought with tools inside, then one final action -----------------
     async def _xml_thought(self, t: _Turn, think_left: int) -> int:
         """Generate the thought: pieces of free text, each ending in a tool call
@@ -276,7 +348,7 @@ class ToolLoop:
             allow = t.stats.tool_calls < cfg.max_tool_calls
             tools = tool_choices(tool_options(memory), memory.names) if allow else []
             rx = thinking_regex(tools, opened, t.stats.tool_calls >= cfg.min_tool_calls)
-            res_text, gen, finish = await self._generate(t, rx, budget)
+            res_text, gen, finish = await self._generate(t, rx, budget, t.think_deadline)
             t.stats.thinking_tokens += len(gen)
             think_left -= len(gen)
             head = "" if opened else "<thinking>"
@@ -325,7 +397,9 @@ class ToolLoop:
                 self._thinking_step(t, body[len(head):] if body.startswith(head) else body)
                 break
             # cut off (or, unguided, no end at all): close at a word boundary
-            if finish == "length":
+            if finish == "deadline":
+                t.stats.thinking_cut = True
+            elif finish == "length":
                 t.stats.truncated += 1
             else:
                 t.stats.malformed += 1
@@ -368,7 +442,10 @@ class ToolLoop:
         if self.config.speech == "moves":
             choices = structured_choices(memory, choices)
             rx = choices_regex(choices, "xml")
-        text = await self._segment(t, rx, self.config.action_tokens, choices)
+        text = await self._segment(t, rx, self.config.action_tokens, choices, t.deadline,
+                                   final=True)
+        if not text and t.stats.action_cut:  # no time left for it: the turn waits
+            return None
         t.step("action", text=text.strip())
         try:
             parsed = xml_protocol.parse(text)
@@ -390,7 +467,7 @@ class ToolLoop:
         while True:
             budget = max(1, min(max(think_left, 8), cfg.turn_tokens - t.stats.generated_tokens))
             before = t.stats.generated_tokens
-            text = await self._segment(t, thought_rx, budget, thought)
+            text = await self._segment(t, thought_rx, budget, thought, t.think_deadline)
             think_left -= t.stats.generated_tokens - before
             t.stats.thinking_tokens += t.stats.generated_tokens - before
             allow = t.stats.tool_calls < cfg.max_tool_calls and think_left > 0
@@ -400,7 +477,10 @@ class ToolLoop:
             if cfg.speech == "moves":
                 choices = structured_choices(memory, choices)
                 rx = choices_regex(choices, "json")
-            tail = await self._segment(t, rx, cfg.action_tokens, choices)
+            tail = await self._segment(t, rx, cfg.action_tokens, choices, t.deadline,
+                                       final=True)
+            if not tail and t.stats.action_cut:  # no time left for it: the turn waits
+                return None, think_left
             text += tail
             try:
                 parsed = json_protocol.parse(text)
@@ -430,12 +510,12 @@ class ToolLoop:
     def _thinking_step(t: _Turn, text: str) -> None:
         t.step("thinking", text=text.strip())
 
-    async def _generate(self, t: _Turn, regex: str, max_tokens: int
-                        ) -> tuple[str, list[int], str]:
+    async def _generate(self, t: _Turn, regex: str, max_tokens: int,
+                        deadline: float | None = None) -> tuple[str, list[int], str]:
         """One request on the current context: (text, token IDs, finish reason)."""
         res = await self.backend.generate_one(GenerationRequest(
             tuple(t.ids), max(1, max_tokens), regex=regex, seed=t.next_seed(),
-            temperature=self.config.temperature, key=t.key))
+            temperature=self.config.temperature, key=t.key, deadline=deadline))
         t.stats.generated_tokens += len(res.token_ids)
         t.stats.requested_tokens += len(t.ids)
         t.stats.cached_tokens += res.cached_tokens
@@ -447,13 +527,24 @@ class ToolLoop:
         t.transcript.append(text)
 
     async def _segment(self, t: _Turn, regex: str, max_tokens: int,
-                       shape: Sequence[Part] | Sequence[Choice]) -> str:
-        """Generate under `regex`, append to the context, close it if it was
-        cut off; the text written (with the loop's closing)."""
+                       shape: Sequence[Part] | Sequence[Choice],
+                       deadline: float | None = None, *, final: bool = False) -> str:
+        """Generate under `regex` (until `deadline` at most), append to the
+        context, close it if it was cut off; the text written (with the
+        loop's closing). A `final` action the deadline left empty stays
+        empty (the turn waits)."""
         budget = max(1, min(max_tokens, self.config.turn_tokens - t.stats.generated_tokens))
-        text, gen, finish = await self._generate(t, regex, budget)
+        text, gen, finish = await self._generate(t, regex, budget, deadline)
         closing = ""
-        if finish == "length":
+        if finish == "deadline":
+            if final:
+                t.stats.action_cut = True
+            else:
+                t.stats.thinking_cut = True
+            if final and not gen:
+                return ""
+            gen, text, closing = self._close(gen, text, shape)
+        elif finish == "length":
             t.stats.truncated += 1
             gen, text, closing = self._close(gen, text, shape)
         self._take(t, gen, text)
@@ -473,6 +564,8 @@ class ToolLoop:
     def _done(t: _Turn, cmd: Command | None, action: str, started: float,
               messages: Sequence[Mapping[str, str]]) -> TurnResult:
         t.stats.seconds = time.perf_counter() - started
+        if t.out_of_time() and cmd is not None:
+            t.stats.late = True  # acted, but after its deadline
         return TurnResult(cmd, action, "".join(t.transcript), t.stats,
                           prompt=prompt_text(messages), steps=t.steps,
                           move=t.move if cmd is not None else None)

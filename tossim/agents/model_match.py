@@ -15,13 +15,26 @@ from tossim.agents.loop import LoopConfig, ToolLoop
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import persona_for
 from tossim.agents.summarize import SummaryStats, write_summary
+from tossim.engine.commands import Command
 from tossim.engine.state import Game, GameConfig
+from tossim.engine.view import View
 from tossim.inference.base import Backend
 from tossim.inference.seeds import derive_seed
 
 # a match is "discussion" heavy: one round of speeches, then a second round in
 # which players can answer what was said
 DEFAULT_ROUNDS = {"discussion": 2}
+
+
+class _Timed:
+    """A model seat whose every turn has `seconds(phase)` to act in, from the
+    moment it is asked (docs/agents.md#deadlines)."""
+
+    def __init__(self, seat: LLMSeat, seconds: Callable[[str], float]) -> None:
+        self.seat, self.seconds = seat, seconds
+
+    async def decide(self, obs: View) -> list[Command]:
+        return await self.seat.decide(obs, time.monotonic() + self.seconds(obs.phase))
 
 
 @dataclass
@@ -55,7 +68,10 @@ async def play_model_match(config: GameConfig, backend: Backend, *,
                            rounds: dict[str, int] | None = None,
                            max_days: int = 60, summaries_by_model: bool = True,
                            on_phase: Callable[[int, str], None] | None = None,
-                           until: Callable[[Game], bool] | None = None) -> ModelMatch:
+                           until: Callable[[Game], bool] | None = None,
+                           turn_seconds: Callable[[str], float] | None = None) -> ModelMatch:
+    """Play a match; with `turn_seconds` (phase -> seconds) every model turn
+    has a deadline that long after it is asked (`tossim bench agents`)."""
     loop = ToolLoop(backend, loop_config)
     book: dict[int, str] = {}
     slots = list(model_seats) if model_seats is not None else range(1, config.players + 1)
@@ -74,7 +90,8 @@ async def play_model_match(config: GameConfig, backend: Backend, *,
     if start is not None:  # e.g. the openai backend's structured-output self-test
         await start()
     started = time.perf_counter()
-    table: dict[int, AsyncSeat] = dict(seats)
+    table: dict[int, AsyncSeat] = (dict(seats) if turn_seconds is None else
+                                   {s: _Timed(seat, turn_seconds) for s, seat in seats.items()})
     result = await play_match_async(
         config, table, max_days=max_days,
         rounds=DEFAULT_ROUNDS if rounds is None else rounds, summaries=book,

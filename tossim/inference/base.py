@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,6 +113,9 @@ class BackendStats:
     decode_seconds: float = 0.0
     decode_steps: int = 0
     prefill_passes: int = 0  # forward passes that prefilled new rows (several rows per pass)
+    # requests stopped at their deadline, and dropped because their caller gave up
+    deadline_stops: int = 0
+    cancelled: int = 0
 
     def add(self, results: Sequence[GenerationResult], seconds: float) -> None:
         self.requests += len(results)
@@ -121,6 +126,19 @@ class BackendStats:
             self.prompt_tokens += r.prompt_tokens
             self.cached_tokens += r.cached_tokens
             self.generated_tokens += len(r.token_ids)
+            self.deadline_stops += r.finish_reason == "deadline"
+
+    def tokens_per_second(self) -> float | None:
+        """How fast one request's tokens come, as measured so far (None before
+        any): decode steps per second where the backend times its steps (each
+        step adds one token to every row), else generated tokens per second of
+        batch time. The tool loop sizes a turn's thinking to its deadline with
+        it (docs/agents.md#deadlines)."""
+        if self.decode_steps and self.decode_seconds > 0:
+            return self.decode_steps / self.decode_seconds
+        if self.generated_tokens and self.seconds > 0:
+            return self.generated_tokens / self.seconds
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "batches": self.batches,
@@ -129,7 +147,35 @@ class BackendStats:
                 "seconds": round(self.seconds, 3),
                 "prefill_seconds": round(self.prefill_seconds, 3),
                 "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps,
-                "prefill_passes": self.prefill_passes}
+                "prefill_passes": self.prefill_passes, "deadline_stops": self.deadline_stops,
+                "cancelled": self.cancelled}
+
+
+def seconds_left(deadline: float | None) -> float | None:
+    """Seconds until a request's deadline (time.monotonic), never below 0;
+    None without one."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def earliest_deadline(requests: Sequence[GenerationRequest]) -> float | None:
+    """The first deadline among `requests` (a batch is waited for as one)."""
+    found = [r.deadline for r in requests if r.deadline is not None]
+    return min(found) if found else None
+
+
+def deadline_result(request: GenerationRequest) -> GenerationResult:
+    """What a request whose deadline passed before any token gets."""
+    return GenerationResult((), "", "deadline", len(request.prompt_ids))
+
+
+def cpu_threads() -> int:
+    """The cores this process may run on (its affinity, not the machine's
+    count): a CPU backend uses this many threads, never more. More threads
+    than cores made a shared 2-core machine 5x slower (docs/agents.md#deadlines)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 class Backend(abc.ABC):
@@ -179,11 +225,13 @@ class Backend(abc.ABC):
                                         self._waiting[self.max_batch:])
                 started = time.perf_counter()
                 try:
-                    results = await self._generate_batch([r for r, _ in batch])
+                    results = await self._follow([r for r, _ in batch], [f for _, f in batch])
                 except Exception as exc:  # every waiting seat learns about it
                     for _, fut in batch:
                         if not fut.done():
                             fut.set_exception(exc)
+                    continue
+                if results is None:  # every seat of the batch gave up waiting
                     continue
                 self.stats.add(results, time.perf_counter() - started)
                 for (_, fut), res in zip(batch, results, strict=True):
@@ -191,6 +239,28 @@ class Backend(abc.ABC):
                         fut.set_result(res)
                 # seats that asked while this batch ran form the next one
                 await asyncio.sleep(0)
+
+    async def _follow(self, requests: list[GenerationRequest],
+                      futures: list[asyncio.Future[GenerationResult]]
+                      ) -> list[GenerationResult] | None:
+        """`_generate_batch`, cancelled (None) when every seat waiting on it
+        was cancelled: a cancelled asyncio task cancels its request."""
+        work = asyncio.ensure_future(self._generate_batch(requests))
+        try:
+            while not work.done():
+                live = [f for f in futures if not f.done()]
+                if not live:
+                    self.stats.cancelled += len(futures)
+                    work.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await work
+                    return None
+                waits: list[asyncio.Future[Any]] = [work, *live]
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        return work.result()
 
     async def start(self) -> None:  # noqa: B027 - most backends are ready once built
         """Get ready before the first game (load, connect, self-test)."""

@@ -40,6 +40,9 @@ from tossim.inference.base import (
     GenerationRequest,
     GenerationResult,
     HFTokenizer,
+    cpu_threads,
+    deadline_result,
+    seconds_left,
 )
 from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
 from tossim.inference.vocabulary import outlines_core_vocabulary
@@ -106,8 +109,9 @@ class LocalBackend(Backend):
             raise BackendUnavailable(
                 f"the local backend needs torch, transformers and outlines: {exc}") from None
         self.torch = torch
-        if threads:
-            torch.set_num_threads(threads)
+        # as many threads as this process may have cores, never more (torch's
+        # default counts the machine's; docs/agents.md#deadlines)
+        torch.set_num_threads(min(threads or cpu_threads(), cpu_threads()))
         path = Path(model_dir) if model_dir else bundled_model_dir()
         self.model_dir = path
         self.hf_tokenizer = AutoTokenizer.from_pretrained(path)
@@ -199,7 +203,8 @@ class LocalBackend(Backend):
             self._inbox.put((r, fut, loop))
             futures.append(fut)
         self._ensure_worker()
-        return list(await asyncio.gather(*futures))
+        return list(await asyncio.gather(*(_until_deadline(r, f) for r, f in zip(
+            requests, futures, strict=True))))
 
     async def _generate_batch(
             self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -234,6 +239,8 @@ class LocalBackend(Backend):
                             _call_soon(loop, fut, None, closed)
                         return
                     wait = False
+                    if _settled(self, item):  # cancelled, or its deadline passed while it waited
+                        continue
                     admitted.append(item)
                 try:
                     if admitted:
@@ -320,6 +327,9 @@ class _Row:
     finish: str | None = None
 
 
+# a cold prompt is prefilled this many tokens per forward pass, so a request
+# out of time stops between passes (docs/agents.md#deadlines)
+PREFILL_CHUNK = 512
 SPARE_COLUMNS = 64  # room for this many decode steps before a layer's buffer grows
 
 
@@ -409,9 +419,9 @@ class _Batch:
                 continue
             # a cold row (most of its context new) is prefilled on its own at once,
             # so the rows after it in this admission share the head it computed
-            out = b.model(torch.tensor([ids[hit:]]), past_key_values=cache, use_cache=True,
-                          logits_to_keep=1)
-            b.stats.prefill_passes += 1
+            out = self._prefill_cold(req, fut, loop, ids, cache, hit)
+            if out is None:  # out of time (or abandoned) before its prompt was read
+                continue
             layers = [(layer.keys, layer.values) for layer in cache.layers]
             if req.key:
                 b._keep(req.key, ids, layers)
@@ -435,6 +445,9 @@ class _Batch:
                     b._keep(req.key, ids, layers)
                 self._new_row(rows, new_kv, new_logits, req, fut, loop, ids, hit, layers,
                               logits, started)
+        if not rows:
+            b.stats.prefill_seconds += time.perf_counter() - started
+            return
         width = max([self.width, *(r.fed for r in rows)])
         pad = torch.nn.functional.pad
         n_layers = len(new_kv[0])
@@ -460,6 +473,34 @@ class _Batch:
         b.stats.batches += 1
         b.stats.largest_batch = max(b.stats.largest_batch, len(self.rows))
         b.stats.prefill_seconds += time.perf_counter() - started
+
+    def _prefill_cold(self, req: GenerationRequest, fut: Any, loop: Any,
+                      ids: tuple[int, ...], cache: Any, hit: int) -> Any:
+        """Prefill `ids[hit:]` into `cache` in chunks of PREFILL_CHUNK tokens,
+        checking between chunks whether the request is still wanted: a long
+        prompt on a loaded machine may take longer than the request has
+        (docs/agents.md#deadlines). Then the prefix read so far is kept under
+        the request's key (the seat's next request resumes from it), the
+        caller gets an empty "deadline" result, and this returns None; else
+        the model's output for the last chunk."""
+        b, torch = self.b, self.torch
+        out = None
+        for start in range(hit, len(ids), PREFILL_CHUNK):
+            if start > hit and (fut.cancelled() or (
+                    req.deadline is not None and time.monotonic() >= req.deadline)):
+                if req.key:
+                    b._keep(req.key, ids[:start],
+                            [(layer.keys, layer.values) for layer in cache.layers])
+                if fut.cancelled():
+                    b.stats.cancelled += 1
+                else:
+                    b.stats.deadline_stops += 1
+                    _call_soon(loop, fut, deadline_result(req), None)
+                return None
+            out = b.model(torch.tensor([ids[start:start + PREFILL_CHUNK]]),
+                          past_key_values=cache, use_cache=True, logits_to_keep=1)
+            b.stats.prefill_passes += 1
+        return out
 
     def _new_row(self, rows: list[_Row], new_kv: list[Any], new_logits: list[Any],
                  req: GenerationRequest, fut: Any, loop: Any, ids: tuple[int, ...], hit: int,
@@ -524,9 +565,18 @@ class _Batch:
         )
         torch, b = self.torch, self.b
         started = time.perf_counter()
+        now = time.monotonic()
         tokens: list[int] = []
         for i, row in enumerate(self.rows):
             r = row.request
+            if row.future.cancelled():  # its asyncio task was cancelled: nobody waits
+                row.finish = "cancelled"
+                tokens.append(b.eos_id)
+                continue
+            if r.deadline is not None and now >= r.deadline:  # what it has, at once
+                row.finish = "deadline"
+                tokens.append(b.eos_id)
+                continue
             logits = self.logits[i:i + 1].float()
             if row.guide is not None:
                 if b._only_eos(row.guide, row.regex):
@@ -600,6 +650,10 @@ class _Batch:
     def _retire(self, i: int, row: _Row) -> None:
         b, r = self.b, row.request
         gen = row.out
+        if row.finish == "cancelled":  # no result; its prefix cache is not worth a copy
+            b.stats.cancelled += 1
+            return
+        b.stats.deadline_stops += row.finish == "deadline"
         if row.finish == "stop" and r.stop:
             gen = b._cut_stop(gen, r.stop)
         total = row.fed  # prompt + generated tokens already fed (not the last one)
@@ -627,6 +681,48 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[GenerationRe
     """Resolve a future from the scheduler thread (its loop may be gone)."""
     with contextlib.suppress(RuntimeError):  # a closed event loop: nobody waits any more
         loop.call_soon_threadsafe(_resolve, fut, result, exc)
+
+
+# how long past its deadline a caller waits for the scheduler thread (busy in
+# a long prefill on a loaded machine) before it gives up on the request
+DEADLINE_GRACE_S = 0.5
+
+
+async def _until_deadline(req: GenerationRequest,
+                          fut: asyncio.Future[GenerationResult]) -> GenerationResult:
+    """The request's result, waited for until its deadline (and the grace)
+    at most: the thread stops the row at its deadline, but a forward pass in
+    progress (a long prefill) is not interrupted, so a caller that is still
+    waiting then cancels the row (the thread drops it) and gets an empty
+    "deadline" result. A cancelled caller cancels the row too."""
+    left = seconds_left(req.deadline)
+    if left is None:
+        return await fut
+    try:
+        return await asyncio.wait_for(asyncio.shield(fut), left + DEADLINE_GRACE_S)
+    except TimeoutError:
+        if fut.done() and not fut.cancelled():  # it came just now
+            return fut.result()
+        fut.cancel()
+        return deadline_result(req)
+    except asyncio.CancelledError:
+        fut.cancel()
+        raise
+
+
+def _settled(backend: LocalBackend, item: tuple[GenerationRequest, Any, Any]) -> bool:
+    """Whether a waiting request needs no decoding: its asyncio task was
+    cancelled (dropped), or its deadline passed before it was admitted (it
+    gets an empty "deadline" result)."""
+    req, fut, loop = item
+    if fut.cancelled():
+        backend.stats.cancelled += 1
+        return True
+    if req.deadline is not None and time.monotonic() >= req.deadline:
+        backend.stats.deadline_stops += 1
+        _call_soon(loop, fut, deadline_result(req), None)
+        return True
+    return False
 
 
 def _shutdown_ref(ref: weakref.ReferenceType[LocalBackend]) -> None:

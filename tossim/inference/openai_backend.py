@@ -33,6 +33,8 @@ from tossim.inference.base import (
     GenerationResult,
     HFTokenizer,
     Tokenizer,
+    deadline_result,
+    seconds_left,
 )
 
 log = logging.getLogger(__name__)
@@ -188,6 +190,19 @@ class OpenAIBackend(Backend):
         return body
 
     async def _complete(self, r: GenerationRequest) -> GenerationResult:
+        """One completion, waited for until the request's deadline at most:
+        then the HTTP request is cancelled (the connection closed, which
+        `vllm serve` takes as an abort) and the result is empty, finish_reason
+        "deadline" (docs/agents.md#deadlines)."""
+        left = seconds_left(r.deadline)
+        if left is None:
+            return await self._complete_now(r)
+        try:
+            return await asyncio.wait_for(self._complete_now(r), left)
+        except TimeoutError:
+            return deadline_result(r)
+
+    async def _complete_now(self, r: GenerationRequest) -> GenerationResult:
         started = time.perf_counter()
         body = self._body(r)
         resp = await self._client.post("/v1/completions", json=body)

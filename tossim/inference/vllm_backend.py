@@ -31,6 +31,7 @@ from tossim.inference.base import (
     GenerationRequest,
     GenerationResult,
     HFTokenizer,
+    seconds_left,
 )
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,10 @@ class VLLMBackend(Backend):
             seed=r.seed if self.takes_seed() else None, top_p=r.top_p,
             presence_penalty=r.presence_penalty, frequency_penalty=r.frequency_penalty,
             stop=list(r.stop) or None, include_stop_str_in_output=True,
-            structured_outputs=so, output_kind=RequestOutputKind.FINAL_ONLY)
+            structured_outputs=so,
+            # with a deadline, every step's text so far: what it has when time is up
+            output_kind=(RequestOutputKind.FINAL_ONLY if r.deadline is None
+                         else RequestOutputKind.CUMULATIVE))
 
     async def _one(self, r: GenerationRequest) -> GenerationResult:
         from vllm.inputs import TokensPrompt
@@ -140,9 +144,26 @@ class VLLMBackend(Backend):
         if hasattr(renderer, "render_cmpl"):  # vLLM >= 0.32: raw prompts are deprecated
             (prompt,) = renderer.render_cmpl([prompt])
         request_id = f"{r.key or 'tossim'}-{uuid.uuid4().hex[:12]}"
-        final = None
-        async for out in self.engine.generate(prompt, self.sampling_params(r), request_id):
-            final = out
+        final: Any = None
+
+        async def follow() -> None:
+            nonlocal final
+            async for out in self.engine.generate(prompt, self.sampling_params(r), request_id):
+                final = out
+
+        # until the request's deadline at most: then the engine aborts it and
+        # the text so far comes back, finish_reason "deadline"; a cancelled
+        # task aborts it too (docs/agents.md#deadlines)
+        late = False
+        try:
+            await asyncio.wait_for(follow(), seconds_left(r.deadline))
+        except TimeoutError:
+            late = True
+        finally:
+            if late or final is None or not final.finished:
+                await _abort(self.engine, request_id)
+        if late:
+            return self._partial(r, final, started)
         if final is None or not final.outputs:
             raise RuntimeError(f"vLLM returned nothing for request {request_id}")
         comp = final.outputs[0]
@@ -158,6 +179,16 @@ class VLLMBackend(Backend):
             cached_tokens=int(getattr(final, "num_cached_tokens", None) or 0),
             seconds=time.perf_counter() - started)
 
+    def _partial(self, r: GenerationRequest, out: Any, started: float) -> GenerationResult:
+        """The tokens a request had when its deadline came (maybe none)."""
+        ids = [int(t) for t in out.outputs[0].token_ids] if out is not None and out.outputs \
+            else []
+        if ids and self.eos_id is not None and ids[-1] == self.eos_id:
+            ids.pop()
+        return GenerationResult(
+            token_ids=tuple(ids), text=self.tokenizer.decode(ids), finish_reason="deadline",
+            prompt_tokens=len(r.prompt_ids), seconds=time.perf_counter() - started)
+
     async def _generate_batch(
             self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         await self.start()
@@ -167,3 +198,13 @@ class VLLMBackend(Backend):
         if self.engine is not None:
             engine, self.engine = self.engine, None
             engine.shutdown()
+
+
+async def _abort(engine: Any, request_id: str) -> None:
+    """Stop the engine's work on a request nobody waits for any more."""
+    try:
+        done = engine.abort(request_id)
+        if asyncio.iscoroutine(done):
+            await done
+    except Exception:  # an engine shutting down: nothing left to stop
+        log.debug("vLLM: abort of %s failed", request_id, exc_info=True)

@@ -24,6 +24,7 @@ import contextvars
 import json
 import logging
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -234,8 +235,12 @@ class Worker:
         turns, logged = seat.metrics.turns, len(seat.turn_log)
         sink = _step_sink.get()
         seat.on_step = (lambda _slot, step: sink(step)) if sink is not None else None
+        seconds = message.get("seconds")  # the turn's time left (docs/agents.md#deadlines)
+        deadline = (time.monotonic() + float(seconds)
+                    if isinstance(seconds, int | float) and not isinstance(seconds, bool)
+                    else None)
         try:
-            commands = await seat.decide(obs)
+            commands = await seat.decide(obs, deadline)
         finally:
             seat.on_step = None
         turn = AgentMetrics()

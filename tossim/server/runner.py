@@ -31,8 +31,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from tossim.agents.async_match import TimedSeat
 from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.llm_seat import LLMSeat
+from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.resume import acted_in, restore_seat
 from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
@@ -87,6 +89,11 @@ SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
     "voting": ((0.1, 0.9), (0.05, 0.4), 2),
     "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
 }
+
+
+# A model seat is abandoned this long after its turn deadline
+# (docs/agents.md#deadlines; the deadline itself: loop.phase_turn_seconds).
+TURN_GRACE_S = 1.0
 
 
 class AISeat(Protocol):
@@ -431,7 +438,16 @@ class GameActor:
                             exc_info=True)
 
     # ---- AI seats -----------------------------------------------------------------------
-    async def _decide(self, slot: int) -> list[Command]:
+    def _turn_deadline(self) -> float:
+        """A model seat's turn deadline (time.monotonic()) asked now: in a
+        timed phase shortly before the phase ends, else the pace's per-turn
+        budget (`model_turn_s`; docs/agents.md#deadlines)."""
+        now = time.monotonic()
+        if self.deadline is None or self.flat_out:
+            return now + self.settings.model_turn_s
+        return now + phase_turn_seconds(max(0.0, self.deadline - time.time()))
+
+    async def _decide(self, slot: int, turn_deadline: float | None = None) -> list[Command]:
         obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
         self.seen[slot] = obs.version
         m = self.metrics[slot]
@@ -439,8 +455,15 @@ class GameActor:
         started = time.perf_counter()
         deadline = (self.settings.model_deadline if slot in self.models
                     else self.settings.ai_deadline)
+        seat = self.ai[slot]
+        if slot in self.models:  # it acts before its turn deadline, or is abandoned
+            turn_deadline = turn_deadline or self._turn_deadline()
+            deadline = min(deadline, turn_deadline - time.monotonic() + TURN_GRACE_S)
+            asking = cast(TimedSeat, seat).decide(obs, turn_deadline)
+        else:
+            asking = seat.decide(obs)
         try:
-            cmds = await asyncio.wait_for(self.ai[slot].decide(obs), deadline)
+            cmds = await asyncio.wait_for(asking, max(0.0, deadline))
             await self._store_turns(slot)
             return cmds
         except TimeoutError:
@@ -486,7 +509,8 @@ class GameActor:
             if self.models.intersection(asked):
                 # model seats think at the same time (one batch for the backend);
                 # their answers are applied in seat order like everyone else's
-                early = {slot: asyncio.create_task(self._decide(slot))
+                turn_deadline = self._turn_deadline()  # one budget for the phase's turns
+                early = {slot: asyncio.create_task(self._decide(slot, turn_deadline))
                          for slot in asked if slot in self.models}
             for slot in asked:
                 cmds = await (early.pop(slot) if slot in early else self._decide(slot))

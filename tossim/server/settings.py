@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     # that follows (timed games); until then, and if it is late, fails or is
     # degenerate, the extractive summary stands (docs/architecture.md, "Day summaries").
     summary_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    # A model seat's turn in a fast or paced game (no phase clock) must act
+    # within this many seconds; in timed games the phase's end bounds it
+    # (docs/agents.md#deadlines).
+    model_turn_s: float = Field(default=45.0, gt=0)
     # Model seats: the model folder (default: the bundled SmolLM2) and, for the
     # openai backend, the server's base URL.
     model: str | None = None

@@ -622,7 +622,9 @@ class RemoteSeat:
         self.turn_log: list[dict[str, Any]] = []
         self.records_dropped = 0
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
+        """The worker's turn for this seat; the `deadline` (time.monotonic())
+        travels as the seconds left (clocks differ between machines)."""
         last = self.events[-1]["v"] if self.events else 0
         self.events.extend(e for e in obs.events if e["v"] > last)
         while True:
@@ -637,6 +639,8 @@ class RemoteSeat:
                 data["events"] = self.events
                 if self.turn_log:  # its turns, so it goes on as the same player
                     request["history"] = history(self.turn_log)
+            if deadline is not None:
+                request["seconds"] = max(0.0, deadline - time.monotonic())
             try:
                 reply = await link.request(request, self._step)
             except WorkerGone:

@@ -1,0 +1,93 @@
+"""A person's journey with the bundled model: a human lobby (a freshly
+generated deal secret, so the server's real fair-deal seeds) with SmolLM2 in
+two seats, played in short timed phases from Day 1 to Day 3 while the human
+seat idles. No seat fails, each model seat speaks and acts, every phase ends
+on time whatever the model is doing (its turns have deadlines:
+docs/agents.md#deadlines), and no day's summary is empty. Slow: minutes on
+two CPU cores."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tossim.inference.registry import unavailable_reason
+
+from .support import Server, ServerFactory, create_game, owner
+
+if os.environ.get("CI") != "true" and unavailable_reason("local") is not None:
+    pytest.skip(f"bundled model: {unavailable_reason('local')}", allow_module_level=True)
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+HUMAN, MODELS = 1, (2, 3)
+ON_TIME_S = 2.0  # a phase ends within this of its deadline
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # the model is the point
+async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
+        server_factory: ServerFactory, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    # phases at 0.4 of their length: Day 1 6 s, discussions 18 s, nights 14.8 s
+    server = await server_factory(time_scale=0.4, secret_file=str(tmp_path / "secret"))
+    seats = [{"slot": s, "kind": "ai", "backend": "local"} for s in MODELS]
+    game_id, token = await lobby_game(server, seats)
+    row = await server.store.get_game(game_id)
+    assert row.config["seed"] >= 2**31  # an HMAC deal: far beyond what a sampler takes
+
+    phases: list[tuple[int, str, float, float]] = []  # day, phase, deadline, ended at
+    current: dict[str, Any] | None = None
+    async with server.seat_connect(game_id, token) as ws:
+        while True:
+            msg = await ws.recv(timeout=300)
+            state = msg.get("state") if msg["type"] == "events" else None
+            if not state:
+                continue
+            if current is not None and state["phase_seq"] != current["phase_seq"]:
+                phases.append((current["day"], current["phase"], current["deadline"],
+                               time.time()))
+            if current is None or state["phase_seq"] != current["phase_seq"]:
+                current = dict(state)
+            current["deadline"] = state["deadline"] or current.get("deadline")
+            if (state["day"] == 3 and state["phase"] != "discussion") or state["result"]:
+                break
+        events = ws.events()
+
+    # every phase ended on time (or early: a trial cuts Voting short),
+    # whatever the model seats were doing
+    assert len(phases) >= 6, phases
+    late = [(d, p, round(end - deadline, 2)) for d, p, deadline, end in phases
+            if deadline is None or end - deadline > ON_TIME_S]
+    assert not late, late
+    # no seat failed or timed out
+    problems = [r.getMessage() for r in caplog.records
+                if "failed" in r.getMessage() or "did not answer" in r.getMessage()]
+    assert not problems, problems
+    # each model seat spoke in public and had a command applied
+    speakers = {e["data"]["author"] for e in events if e["key"] == "chat.public"}
+    assert set(MODELS) <= speakers, speakers
+    origins = {origin for _, origin, _ in await server.store.commands(game_id)}
+    assert {f"ai:{s}" for s in MODELS} <= origins, origins
+    # the days that ended have a summary with words in it
+    summary = (await server.client.get(f"/api/games/{game_id}")).json()
+    texts = {s["day"]: s["text"] for s in summary["summaries"]}
+    assert {1, 2} <= set(texts), texts
+    assert all(len(t.split()) >= 3 for t in texts.values()), texts
+
+
+async def lobby_game(server: Server, seats: list[dict[str, Any]]) -> tuple[str, str]:
+    """A started 7-player standard lobby: the human seat joined, `seats` AI."""
+    c = server.client
+    game_id = await create_game(c, start=False, players=7,
+                                seats=[{"slot": HUMAN, "kind": "human"}, *seats])
+    r = await c.post(f"/api/lobbies/{game_id}/join", json={"name": "Alice", "slot": HUMAN})
+    assert r.status_code == 200, r.text
+    r2 = await c.post(f"/api/lobbies/{game_id}/start", headers=owner(game_id))
+    assert r2.status_code == 200, r2.text
+    return game_id, str(r.json()["token"])
