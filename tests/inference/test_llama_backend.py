@@ -54,24 +54,28 @@ def test_guided_output_always_matches_the_turn_grammar(backend: LlamaBackend) ->
     matches its regex in full."""
     t = day3_investigator()
     requests = []
-    for slot in (1, 2, 5, 7, 9):
+    for slot in (2, 7):
         m = t.memories[slot]
         ids = tuple(backend.tokenizer.chat_prompt(build_messages(m)))
         action = turn_regex(m.legal, m.names, (), False, think=False, protocol="xml")
         thought = thinking_regex(tool_choices(tool_options(m), m.names), False, True)
-        for seed in range(4):
-            requests.append(GenerationRequest(ids, 120, regex=action, seed=seed * 10 + slot,
+        for seed in range(3):
+            requests.append(GenerationRequest(ids, 80, regex=action, seed=seed * 10 + slot,
                                               temperature=1.2, key=f"g{slot}"))
         requests.append(GenerationRequest(ids, 60, regex=thought, seed=slot, temperature=1.0,
                                           key=f"g{slot}"))
     results = run(backend, *requests)
+    partial = importlib.util.find_spec("regex") is not None  # partial matches
     for req, res in zip(requests, results, strict=True):
         assert backend.tokenizer.decode(res.token_ids) == res.text
         if res.finish_reason == "stop":
             assert re.fullmatch(req.regex or "", res.text), res.text
         else:  # cut off: a prefix the grammar still accepts (the loop closes it)
-            assert res.finish_reason == "length" and res.token_ids
-    assert sum(r.finish_reason == "stop" for r in results) >= len(results) // 2
+            assert res.finish_reason == "length" and len(res.token_ids) == req.max_tokens
+            if partial:
+                import regex
+                assert regex.fullmatch(req.regex or "", res.text, partial=True), res.text
+    assert any(r.finish_reason == "stop" for r in results)
 
 
 def test_guided_output_matches_a_json_schema_and_multibyte_names(
@@ -84,7 +88,7 @@ def test_guided_output_matches_a_json_schema_and_multibyte_names(
     ids = tuple(backend.tokenizer.chat_prompt(
         [{"role": "user", "content": "Vote for one player and say why, as JSON."}]))
     requests = [GenerationRequest(ids, 80, json_schema=schema, seed=s, temperature=1.3)
-                for s in range(12)]
+                for s in range(6)]
     for res in run(backend, *requests):
         assert res.finish_reason == "stop", res.text
         jsonschema.validate(json.loads(res.text), schema)

@@ -185,6 +185,7 @@ class LlamaBackend(Backend):
             if not path.is_file():
                 raise BackendUnavailable(f"no GGUF file at {path}")
         self.path = path
+        self.fixed_threads = threads  # None: chosen per request (`_threads_now`)
         self.threads = threads or len(os.sched_getaffinity(0))
         try:
             self.llm = llama_cpp.Llama(
@@ -357,6 +358,8 @@ class LlamaBackend(Backend):
         stats.requests += 1
         stats.batches += 1
         stats.largest_batch = max(stats.largest_batch, 1)
+        threads = self._threads_now()
+        self.llm._ctx.set_n_threads(threads, threads)
         hit = self._restore(req.key, ids)
         out: list[int] = []
         finish = self._prefill(req, ids[hit:], cancel)
@@ -377,6 +380,18 @@ class LlamaBackend(Backend):
         stats.generated_tokens += len(out)
         stats.seconds += result.seconds
         return result
+
+    def _threads_now(self) -> int:
+        """All the cores this process may use, unless other processes keep
+        them busy: then one. llama.cpp's threads meet at a spinning barrier
+        after every operation, so a descheduled thread stalls the rest; on
+        the shared 2-core machine at load 15, 2 threads decoded at 4.6 s per
+        token and 1 thread at 0.14 s (docs/agents.md, "Backends")."""
+        if self.fixed_threads:
+            return self.fixed_threads
+        cores = len(os.sched_getaffinity(0))
+        busy = os.getloadavg()[0]  # includes this backend's own threads
+        return cores if busy < cores + 1 else 1
 
     @staticmethod
     def _stopped(req: GenerationRequest, cancel: threading.Event) -> str | None:
