@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,21 @@ def test_chat_prompt_ids_match_the_torch_tokenizer(backend: LlamaBackend) -> Non
         assert backend.tokenizer.encode(text) == hf.encode(text)
         assert backend.tokenizer.decode(hf.encode(text)) == text
     assert backend.eos_id == hf.eos_token_id
+
+
+def test_local_is_llama_and_torch_stays_available(tiny_model_dir: Path) -> None:
+    """`local` (lobbies, the demo, play, arena, drift) serves the bundled GGUF
+    on llama.cpp; `torch` and a model folder (the tiny test model) still run
+    on the torch backend."""
+    from tossim.inference.local_backend import LocalBackend
+    from tossim.inference.registry import make_backend, unavailable_reason
+
+    assert unavailable_reason("local") is None
+    local = make_backend("local")
+    assert isinstance(local, LlamaBackend) and local.name == "local"
+    local.shutdown()
+    folder = make_backend("local", model=str(tiny_model_dir))
+    assert isinstance(folder, LocalBackend)
+    folder.shutdown()
+    with pytest.raises(BackendUnavailable, match="no GGUF file"):
+        make_backend("local", model="no-such-model.gguf")
