@@ -83,8 +83,8 @@ def play(
                                                 "commands, events) to this file."),
     quiet: bool = typer.Option(False, help="Print no transcript."),
     ai: str = typer.Option("scripted", help="Who plays: scripted bots, or model seats on a "
-                                            "backend: local (bundled SmolLM2 on the CPU), "
-                                            "vllm, openai."),
+                                            "backend: local (bundled SmolLM2 on llama.cpp), "
+                                            "torch (the same model in torch), vllm, openai."),
     model: str | None = typer.Option(None, help="Model folder (default: the bundled model; "
                                                 "openai: its tokenizer folder)."),
     url: str | None = typer.Option(None, help="openai: the server's base URL."),
@@ -282,7 +282,7 @@ def worker(
     server: str = typer.Option("http://127.0.0.1:8000", envvar="TOSSIM_SERVER_URL",
                                help="The server's base URL."),
     backend: str = typer.Option("local", help="The model backend: local (bundled SmolLM2 "
-                                              "on the CPU), vllm, openai."),
+                                              "on llama.cpp), vllm, openai."),
     model: str | None = typer.Option(None, envvar="TOSSIM_MODEL",
                                      help="Model folder (default: the bundled model; "
                                           "openai: its tokenizer folder)."),
@@ -439,8 +439,10 @@ def bench_pacing(
 
 @bench_app.command("agents")
 def bench_agents(
-    ai: str = typer.Option("local", help="Backend: local (bundled SmolLM2 on the CPU), vllm, "
-                                         "openai."),
+    ai: str = typer.Option("local", help="Backend: local (bundled SmolLM2 on llama.cpp), torch "
+                                         "(the same model in torch), vllm, openai; several "
+                                         "separated by commas (local,torch) play the same "
+                                         "days on each and print their ratios."),
     model: str | None = typer.Option(None, help="Model folder (default: the bundled model)."),
     url: str | None = typer.Option(None, help="openai: the server's base URL."),
     players: int = typer.Option(15, help="Players (all model seats)."),

@@ -1,5 +1,7 @@
 """`tossim bench agents`: model seats playing the same days twice, batched and
-one request at a time, with the figures that say where the time goes.
+one request at a time, with the figures that say where the time goes; or,
+given several backends (`--ai local,torch`), the same days once on each (its
+own batching) and their speed ratios, in one run (docs/agents.md, "Backends").
 
 Timing (docs/agents.md#deadlines): each phase lasts its standard length
 times `time_scale`, and a model turn has the phase's share of a round (a
@@ -136,6 +138,7 @@ def report_lines(run: BenchRun) -> list[str]:
     turns = max(t.turns, 1)
     summaries = m.summary_stats.to_dict()
     step_ms = 1000 * stats.decode_seconds / max(stats.decode_steps, 1)
+    new_prompt = stats.prompt_tokens - stats.cached_tokens
     return [
         f"  {run.label}: {t.turns} actions in {m.seconds:.1f} s = {run.actions_per_s:.3f} "
         f"actions/s; {stats.generated_tokens} tokens generated = {run.tokens_per_s:.1f} "
@@ -155,6 +158,10 @@ def report_lines(run: BenchRun) -> list[str]:
         f"{stats.prompt_tokens - stats.cached_tokens} new prompt tokens in "
         f"{stats.prefill_passes} forward passes; decode {stats.decode_seconds:.1f} s over "
         f"{stats.decode_steps} steps ({step_ms:.0f} ms/step)",
+        f"    speed: {m.seconds / turns:.2f} s per turn; prefill "
+        f"{new_prompt / max(stats.prefill_seconds, 1e-9):.0f} tokens/s, decode "
+        f"{stats.generated_tokens / max(stats.decode_seconds, 1e-9):.1f} tokens/s; backend "
+        f"prefix hits {stats.cached_tokens / max(stats.prompt_tokens, 1):.0%} of prompt tokens",
         "    actions: " + ", ".join(f"{k} {v}" for k, v in sorted(t.actions.items())),
     ]
 
@@ -163,11 +170,18 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
                      seed: int, protocol: str, think_scale: float, max_tools: int,
                      baseline: bool, echo: Callable[[str], Any],
                      clock: PhaseClock | None = None) -> list[BenchRun]:
+    """`ai` names one backend, or several separated by commas (each plays the
+    same days once and the first is compared with each other one)."""
     clock = clock or PhaseClock()
+    names = [n.strip() for n in ai.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--ai names no backend")
     loop_config = LoopConfig(protocol=protocol, max_tool_calls=max_tools).scaled(think_scale)
     config = GameConfig(players=players, seed=seed)
     echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, {days} day(s), "
          f"thinking budget x{think_scale:g}, up to {max_tools} tool calls per turn")
+    if len(names) > 1:
+        return _compare(names, model, url, config, loop_config, days, echo, clock)
     runs = []
     for label, batch in (("batched (up to 16)", 16), ("sequential (one request at a time)", 1)):
         if batch == 1 and not baseline:
@@ -185,4 +199,36 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
         b, s = runs
         echo(f"  ratio batched/sequential: {b.actions_per_s / max(s.actions_per_s, 1e-9):.2f} "
              f"(actions/s), {b.tokens_per_s / max(s.tokens_per_s, 1e-9):.2f} (tokens/s)")
+    return runs
+
+
+def _compare(names: list[str], model: str | None, url: str | None, config: GameConfig,
+             loop_config: LoopConfig, days: int, echo: Callable[[str], Any],
+             clock: PhaseClock) -> list[BenchRun]:
+    """The same days on each backend (its own batching), then each one's
+    speed against the first's. The seats' turns differ once the models'
+    outputs differ, so the ratios compare rates (per turn, per token)."""
+    runs = []
+    for name in names:
+        match, stats = play_once(make_backend(name, model=model, url=url), config, loop_config,
+                                 days, 16, clock)
+        runs.append(BenchRun(name, match, stats))
+        for line in report_lines(runs[-1]) + timing_lines(match, clock):
+            echo(line)
+    first = runs[0]
+    for other in runs[1:]:
+        a, b = first.stats, other.stats
+
+        def rate(tokens: int, seconds: float) -> float:
+            return tokens / max(seconds, 1e-9)
+
+        turn_a = first.match.seconds / max(first.match.total().turns, 1)
+        turn_b = other.match.seconds / max(other.match.total().turns, 1)
+        prefill = (rate(a.prompt_tokens - a.cached_tokens, a.prefill_seconds)
+                   / max(rate(b.prompt_tokens - b.cached_tokens, b.prefill_seconds), 1e-9))
+        decode = (rate(a.generated_tokens, a.decode_seconds)
+                  / max(rate(b.generated_tokens, b.decode_seconds), 1e-9))
+        echo(f"  {first.label} vs {other.label}: a turn {turn_b / max(turn_a, 1e-9):.2f}x "
+             f"faster, actions/s {first.actions_per_s / max(other.actions_per_s, 1e-9):.2f}x, "
+             f"prefill tokens/s {prefill:.2f}x, decode tokens/s {decode:.2f}x")
     return runs

