@@ -41,7 +41,7 @@ _HEADING_LINE = re.compile(r"(?m)^\s*(?:Day|Night)\s+\d+\s*[:.]?\s*$")
 # Capitalised words a player may start a sentence with before a comma or
 # colon, and words that are game terms before a number ("Day 2", "Night 1").
 _GAME_TERMS = frozenset({"Day", "Night", "Trial", "Vote", "Votes", "Round", "Game"})
-_OPENERS = frozenset("""
+_OPENER_WORDS = """
 Yes No Ok Okay Well So Also Now Then Maybe Hmm Hm Wait Look Listen Honestly Actually
 Sorry Alright Guys Folks Everyone Everybody Town Mafia Coven Friends Please Fine Sure
 Agreed True False Right Wrong Good Great Thanks Oh Ah Hey Hi Hello Again First Second
@@ -50,7 +50,8 @@ Because Still Seriously Really Lol Guilty Innocent Abstain Note Also Besides Mea
 Otherwise Remember Careful Anyone Someone Nobody Clearly Obviously Definitely Also
 I Me My We Us Our You Your They Them He She It This That These Those Here There
 Doc Vigi Invest Exe Jester Lookout Sheriff Mayor Vet Medium
-""".split())
+"""
+_OPENERS = frozenset(_OPENER_WORDS.split())
 
 
 def words(text: str) -> list[str]:
