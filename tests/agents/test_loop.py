@@ -11,7 +11,7 @@ import pytest
 from tossim.agents.grammar import choice_parts, parts_regex, turn_choices, walk
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.tools import tool_options
-from tossim.engine.commands import Chat, Vote, Whisper
+from tossim.engine.commands import Chat, Vote
 
 from .fake_backend import ScriptedBackend
 from .support import day3_investigator
@@ -125,10 +125,13 @@ def test_cut_speech_is_closed_at_a_word() -> None:
 
 
 def test_half_written_name_is_completed_with_a_legal_one() -> None:
-    r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>'],
+    r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>',
+                "<thinking>y</thinking>", '<whisper to="Player 5">hi</whisper>'],
                LoopConfig(action_tokens=len('<whisper to="Pla')))
-    assert isinstance(r.command, Whisper) and r.command.target in (1, 2, 4, 5, 6, 8)
-    assert r.command.text == "... ... ..."
+    closed = [s["text"] for s in r.steps if s["kind"] == "action"][0]
+    assert re.fullmatch(r'<whisper to="Player [124568]">\.\.\. \.\.\. \.\.\.</whisper>', closed)
+    # the loop's filler is not a player's line: the guard refuses it twice, the seat waits
+    assert r.command is None and r.stats.degenerate == {"no letters": 2}
     r2, _ = run(["<thinking>x</thinking>", "<vote>Player 1</vote>"],
                 LoopConfig(action_tokens=len("<vote>Player")))
     assert isinstance(r2.command, Vote)

@@ -36,7 +36,9 @@ from typing import Any
 from tossim.agents.actions import TEXT_LIMITS, fault_observation, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
-from tossim.agents.llm_seat import AgentMetrics, StepHook
+from tossim.agents.guard import reason_kind
+from tossim.agents.lines import guard_action, guard_observation
+from tossim.agents.llm_seat import AgentMetrics, StepHook, play_phase
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
@@ -170,11 +172,14 @@ class ChatSeat:
         if not self.memory.legal:
             self.memory.end_turn()
             return []
+        return await play_phase(self.memory, self._played)
+
+    async def _played(self) -> Command | None:
         result = await self._turn()
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
-        return [result.command] if result.command is not None else []
+        return result.command
 
     def metrics_dict(self) -> dict[str, Any]:
         out = self.metrics.to_dict()
@@ -198,6 +203,8 @@ class ChatSeat:
         steps: list[dict[str, Any]] = log["steps"]
         errors = self.metrics.errors
         corrections = 0
+        calls_made: set[str] = set()
+        prompt = "\n".join(str(m["content"]) for m in messages)
 
         def emit(step: dict[str, Any]) -> None:
             steps.append(step)
@@ -272,6 +279,15 @@ class ChatSeat:
                 emit({"kind": "thinking", "text": parsed.thought})
             if parsed.kind == "tool":
                 stats.tool_calls += 1
+                call = json.dumps([parsed.name, parsed.args], sort_keys=True, default=str)
+                if call in calls_made:  # refused: its answer is already above
+                    stats.repeated_tools += 1
+                    text = (f"[repeated call] You already called {parsed.name} with this "
+                            "argument in this turn; its answer is above.")
+                    emit({"kind": "fault", "fault": "repeat", "text": text})
+                    self._observe(messages, reply, text)
+                    continue
+                calls_made.add(call)
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 emit({"kind": "tool", "name": parsed.name, "args": parsed.tool_arg,
                       "observation": obs})
@@ -285,6 +301,18 @@ class ChatSeat:
                 corrections += 1
                 text = fault_observation(exc, memory.names)
                 emit({"kind": "fault", "fault": exc.fault, "text": text})
+                self._observe(messages, reply, text)
+                continue
+            reason = guard_action(memory, parsed.name, parsed.args, prompt=prompt,
+                                  summaries=self.summaries)
+            if reason is not None:  # resampled once, then the seat waits
+                kind = reason_kind(reason)
+                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
+                if sum(stats.degenerate.values()) > 1:
+                    stats.forced = True
+                    return finish(None, "wait")
+                text = guard_observation(escape_text(reason))
+                emit({"kind": "fault", "fault": "degenerate", "text": text})
                 self._observe(messages, reply, text)
                 continue
             emit({"kind": "action", "name": parsed.name, "args": parsed.args,

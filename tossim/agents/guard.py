@@ -8,8 +8,9 @@ must never reach the chat, a will or a summary, so every model-written text
 is checked here before it becomes a command, and the caller decides what
 to do instead (resample, a structured move, a wait, the extractive summary).
 
-`degenerate(text, ...)` returns the reason (a short phrase, for metrics and
-logs) or None when the text is fine. It is pure: everything it compares
+`degenerate(text, ...)` returns the reason ("KIND: detail", or "no
+letters"; `reason_kind` gives the KIND the seat metrics count) or None when
+the text is fine. It is pure: everything it compares
 against is passed in.
 """
 
@@ -141,22 +142,31 @@ def degenerate(text: str, *, prompt_text: str = "", earlier_lines: Iterable[str]
         return "no letters"
     m = _MARKUP.search(text)
     if m is not None:
-        return f"markup {m.group(0).strip()!r}"
+        return f"markup: {m.group(0).strip()!r}"
     line = _LABEL_LINE.search(text) or _HEADING_LINE.search(text)
     if line is not None:
-        return f"heading {line.group(0).strip()!r}"
+        return f"markup: heading {line.group(0).strip()!r}"
     twice = _repeated_sentence(text)
     if twice is not None:
-        return f"sentence twice {twice!r}"
+        return f"repeated sentence: {twice!r}"
     who = _stranger(text, player_names)
     if who is not None:
-        return f"not a player {who!r}"
+        return f"not a player: {who!r}"
     allowed = shingles(quotable)
     sources = shingles([prompt_text]) - allowed
     run = copied_run(text, sources)
     if run is not None:
-        return f"copied from the prompt {run!r}"
+        return f"copied from the prompt: {run!r}"
     run = copied_run(text, shingles(earlier_lines) - allowed)
     if run is not None:
-        return f"copied from an earlier line {run!r}"
+        return f"copied from an earlier line: {run!r}"
     return None
+
+
+KINDS = ("no letters", "markup", "repeated sentence", "not a player", "copied from the prompt",
+         "copied from an earlier line")
+
+
+def reason_kind(reason: str) -> str:
+    """The kind of a reason from `degenerate` (one of KINDS), for counting."""
+    return reason.split(":", 1)[0]

@@ -35,6 +35,7 @@ reported to `on_step` as it completes and kept in `TurnResult.steps`.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,8 @@ from tossim.agents.grammar import (
     turn_regex,
     walk,
 )
+from tossim.agents.guard import reason_kind
+from tossim.agents.lines import guard_action, guard_observation
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import Persona
 from tossim.agents.prompting import build_messages
@@ -122,6 +125,9 @@ class TurnStats:
     malformed: int = 0  # segments that did not have the protocol's shape
     faults: dict[str, int] = field(default_factory=dict)
     forced: bool = False  # the loop chose `wait` (budget spent or retries used up)
+    repeated_tools: int = 0  # tool calls refused: the same call again in one thought
+    # texts the guard refused, by kind (guard.KINDS; docs/agents.md "The text guard")
+    degenerate: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def fault(self, kind: str) -> None:
@@ -180,6 +186,16 @@ class _Turn:
         self.transcript: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.requests = 0
+        self.calls_made: set[str] = set()  # this thought's tool calls (name and args)
+
+    def repeated(self, name: str, args: Mapping[str, Any]) -> bool:
+        """Was this exact tool call made before in this thought? (It is
+        refused: its answer is already in the context.)"""
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        if key in self.calls_made:
+            return True
+        self.calls_made.add(key)
+        return False
 
     def step(self, kind: str, **data: Any) -> None:
         entry = {"kind": kind, **data}
@@ -214,14 +230,15 @@ class ToolLoop:
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed)
         think_left = cfg.budget(memory.phase)
-        retries = 0
+        retries = guarded = 0
         while True:
-            if cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries:
+            if (cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries
+                    or guarded > 1):
                 stats.forced = True
                 t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
                        '"action": "wait", "args": {}}')
                 return self._done(t, None, "wait", started, messages)
-            if retries and think_left < cfg.retry_think_tokens:
+            if (retries or guarded) and think_left < cfg.retry_think_tokens:
                 think_left = cfg.retry_think_tokens
             if cfg.protocol == "xml":
                 think_left = await self._xml_thought(t, think_left)
@@ -242,6 +259,17 @@ class ToolLoop:
                 self._observe(t, text)
                 t.step("fault", fault=exc.fault, text=text)
                 continue
+            reason = guard_action(memory, parsed.name, parsed.args,
+                                  prompt=prompt_text(messages), summaries=summaries)
+            if reason is not None:
+                # a degenerate text is resampled once, then the seat waits
+                guarded += 1
+                kind = reason_kind(reason)
+                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
+                text = guard_observation(escape_text(reason))
+                self._observe(t, text)
+                t.step("fault", fault="degenerate", text=text)
+                continue
             return self._done(t, cmd, parsed.name, started, messages)
 
     # ---- XML: one thought with tools inside, then one final action -----------------
@@ -251,6 +279,7 @@ class ToolLoop:
         cfg, memory = self.config, t.memory
         opened = False
         piece_start = len(t.steps)
+        t.calls_made.clear()
         while True:
             left_turn = cfg.turn_tokens - t.stats.generated_tokens
             budget = min(think_left, left_turn)
@@ -297,6 +326,8 @@ class ToolLoop:
                     t.step("fault", fault="expression", text=text)
                     continue
                 t.stats.tool_calls += 1
+                if self._refuse_repeat(t, parsed):
+                    continue
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 self._observe(t, obs)
                 t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
@@ -370,6 +401,7 @@ class ToolLoop:
         cfg, memory = self.config, t.memory
         thought = thought_parts("json")
         thought_rx = parts_regex(thought, "json")
+        t.calls_made.clear()
         while True:
             budget = max(1, min(max(think_left, 8), cfg.turn_tokens - t.stats.generated_tokens))
             before = t.stats.generated_tokens
@@ -390,6 +422,8 @@ class ToolLoop:
             self._thinking_step(t, parsed.thought)
             if parsed.kind == "tool":
                 t.stats.tool_calls += 1
+                if self._refuse_repeat(t, parsed):
+                    continue
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 self._observe(t, obs)
                 t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
@@ -398,6 +432,20 @@ class ToolLoop:
             return parsed, think_left
 
     # ---- shared -----------------------------------------------------------------------
+    def _refuse_repeat(self, t: _Turn, parsed: Any) -> bool:
+        """Refuse a tool call made before in this thought, with an observation
+        (it still counts toward `max_tool_calls`, so a model that repeats
+        itself runs out of tool calls, not of context)."""
+        if not t.repeated(parsed.name, dict(parsed.args)):
+            return False
+        t.stats.repeated_tools += 1
+        text = (f"[repeated call] You already called {parsed.name} with this argument in "
+                "this thought; its answer is above. Use it, call another tool or end the "
+                "thought.")
+        self._observe(t, text)
+        t.step("fault", fault="repeat", text=text)
+        return True
+
     def _malformed(self, t: _Turn, why: str) -> None:
         t.stats.malformed += 1
         text = f"[expression fault] {escape_text(why)} Write exactly one tag."
