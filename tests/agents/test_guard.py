@@ -68,3 +68,8 @@ def test_names_of_this_game_are_players_and_others_are_not() -> None:
     assert degenerate("Zoë, who did you check?", player_names=names) is None
     assert degenerate("Player 1, you lied about your role.", player_names=names) is not None
     assert degenerate("Carol, you lied about your role.", player_names=names) is not None
+
+
+def test_a_repeat_cut_off_by_the_token_budget_is_degenerate() -> None:
+    assert check("You are the game. You are the") is not None
+    assert check("I am the Sheriff. I am the Sheriff and I checked Player 2.") is None

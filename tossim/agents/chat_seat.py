@@ -193,8 +193,9 @@ class ChatSeat:
         started = time.perf_counter()
         deadline = time.monotonic() + cfg.turn_seconds - cfg.margin
         stats = TurnStats()
+        seed = derive_seed(self.seed, self.metrics.turns)
         messages: list[dict[str, Any]] = build_messages(memory, self.summaries, "json",
-                                                        self.persona)
+                                                        self.persona, seed=seed)
         log: dict[str, Any] = {"day": memory.day, "phase": memory.phase,
                                "prompt": messages[-1]["content"], "output": "", "steps": [],
                                "action": "wait",
@@ -210,8 +211,6 @@ class ChatSeat:
             steps.append(step)
             if self.on_step is not None:
                 self.on_step(self.slot, step)
-
-        seed = derive_seed(self.seed, self.metrics.turns)
 
         def finish(cmd: Command | None, action: str, abstain: bool = False) -> TurnResult:
             stats.seconds = time.perf_counter() - started

@@ -81,14 +81,20 @@ def copied_run(text: str, sources: set[tuple[str, ...]], n: int = COPY_RUN) -> s
 
 
 def _repeated_sentence(text: str) -> str | None:
-    seen: set[tuple[str, ...]] = set()
-    for s in _SENTENCE_END.split(text):
+    """A sentence of two words or more said twice; or a last, unfinished
+    sentence (text cut off by the token budget) that starts one said before."""
+    seen: list[tuple[str, ...]] = []
+    parts = _SENTENCE_END.split(text)
+    for i, s in enumerate(parts):
         key = tuple(words(s))
         if len(key) < 2:
             continue
         if key in seen:
             return " ".join(key)
-        seen.add(key)
+        cut = i == len(parts) - 1 and not text.rstrip().endswith((".", "!", "?"))
+        if cut and len(key) >= 3 and any(k[:len(key)] == key for k in seen):
+            return " ".join(key)
+        seen.append(key)
     return None
 
 

@@ -225,7 +225,8 @@ class ToolLoop:
         cfg, tok = self.config, self.backend.tokenizer
         started = time.perf_counter()
         stats = TurnStats()
-        messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls)
+        messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
+                                  seed=seed)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed)

@@ -12,6 +12,7 @@ escaped with `escape.escape_text` before it is placed in a prompt.
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -99,10 +100,24 @@ def render_system(memory: SeatMemory, protocol: str = "xml",
     tools = [{"call": tool_call(t, protocol), "description": t.description}
              for t in TOOLS.values()]
     text = persona.text if isinstance(persona, Persona) else persona
-    return render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
+    out = render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
                    max_tools=max_tools,
                    name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
                    identity_extra=_identity_extra(memory), persona=text)
+    head, marker, rest = out.partition("## Who you are")
+    return _game_names(memory, head) + marker + rest
+
+
+_EXAMPLE_PLAYER = re.compile(r"\bPlayer ([1-9])\b")
+
+
+def _game_names(memory: SeatMemory, text: str) -> str:
+    """The shared head's examples ("Player 4 claimed Doctor") in this game's
+    names (the name of seat 4), so a game whose players have names never
+    shows a model a "Player 4" it could copy into the chat. The same for
+    every seat of a game: the shared prefix stays shared."""
+    names = {p["slot"]: escape_text(p["name"]) for p in memory.roster}
+    return _EXAMPLE_PLAYER.sub(lambda m: names.get(int(m.group(1)), m.group(0)), text)
 
 
 def shared_prefix(system_prompt: str) -> str:
@@ -169,34 +184,50 @@ def _state_lines(memory: SeatMemory) -> list[str]:
     return out
 
 
-def _example_name(memory: SeatMemory, options: Sequence[str]) -> str:
-    """A real name for an example (rotated by seat, so seats that copy an
-    example do not all name the same player)."""
-    if not options:
-        return "Player 1"
-    return options[memory.slot % len(options)]
+def _example_name(memory: SeatMemory, options: Sequence[str], rng: random.Random) -> str:
+    """A real name for an example: one of the action's options, else a living
+    player, never the seat itself, drawn per turn (docs/agents.md, "Prompt"),
+    so a seat that copies an example names someone else each turn and a copy
+    is visible."""
+    me = escape_text(memory.name(memory.slot))
+    pool = [o for o in options if o != me]
+    if not pool:
+        pool = [escape_text(p["name"]) for p in memory.roster
+                if p["alive"] and p["slot"] != memory.slot]
+    return rng.choice(pool) if pool else ""
 
 
-def _speech_example(memory: SeatMemory, name: str) -> str:
+SPEECH_EXAMPLES = (
+    "{name}, what is your role? Tell us before we vote.",
+    "I do not trust {name} yet. Who can confirm their claim?",
+    "Has anyone checked {name}? Share your results with the town.",
+    "{name} has been quiet all day. What did you do last night?",
+    "Why did {name} vote so late? Explain yourself.",
+    "If {name} is town, they can name someone to clear them.",
+)
+
+
+def _speech_example(name: str, rng: random.Random) -> str:
     """A real sentence for the speech example (never a placeholder word that
-    a small model would copy into the chat)."""
-    lines = (f"{name}, what is your role? Tell us before we vote.",
-             f"I do not trust {name} yet. Who can confirm their claim?",
-             f"Has anyone checked {name}? Share your results with the town.")
-    return lines[memory.slot % len(lines)]
+    a small model would copy into the chat), drawn per turn."""
+    if not name:
+        return "Who here has a result to share with the town?"
+    return rng.choice(SPEECH_EXAMPLES).format(name=name)
 
 
-def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
+def action_lines(memory: SeatMemory, protocol: str = "xml", seed: int = 0) -> list[str]:
     """The final actions available now, each with an example in real words
-    (a real name, a real sentence) and its allowed arguments."""
+    (a real name, a real sentence) and its allowed arguments. `seed` (the
+    turn's) draws the example names and sentences."""
     channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
     ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
     role = escape_text(str(memory.you.get("role") or "Townie"))
     out = []
+    rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
     for c in turn_choices(memory.legal, memory.names, allow_tools=False):
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
-        name = _example_name(memory, opts)
-        speech = _speech_example(memory, name)
+        name = _example_name(memory, opts, rng)
+        speech = _speech_example(name, rng)
         will = " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
                                                  for line in results_lines(memory)[-2:])])
         if c.tag == "whisper":
@@ -205,7 +236,7 @@ def action_lines(memory: SeatMemory, protocol: str = "xml") -> list[str]:
         elif c.arg == "none":
             args, call = {}, f"<{c.tag}></{c.tag}>"
         elif c.arg == "names2":
-            two = opts[:2] if len(opts) > 1 else [name, name]
+            two = rng.sample(opts, 2) if len(opts) > 1 else [name, name]
             args = {"targets": two}
             call = f"<{c.tag}>{two[0]} and {two[1]}</{c.tag}>"
         elif c.arg in ("names", "self"):
@@ -264,9 +295,10 @@ def results_lines(memory: SeatMemory) -> list[str]:
 
 
 def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
-                protocol: str = "xml") -> str:
+                protocol: str = "xml", seed: int = 0) -> str:
     """The dynamic context for this turn. `summaries` maps earlier days to
-    their summary (escaped here: model-written text quotes players)."""
+    their summary (escaped here: model-written text quotes players); `seed`
+    (the turn's) draws the examples."""
     new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
     public = [_event_line(e) for e in new if e["audience"] == "public"]
     shown = {id(e) for e in memory.private_results() if e["key"] not in CHOICE_KEYS}
@@ -280,12 +312,12 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
                    results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
-                   actions=action_lines(memory, protocol))
+                   actions=action_lines(memory, protocol, seed))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    protocol: str = "xml", persona: Persona | str | None = None,
-                   max_tools: int = 4) -> list[dict[str, str]]:
+                   max_tools: int = 4, seed: int = 0) -> list[dict[str, str]]:
     """Chat messages for a turn: the system prompt and the turn context."""
     return [{"role": "system", "content": render_system(memory, protocol, persona, max_tools)},
-            {"role": "user", "content": render_turn(memory, summaries, protocol)}]
+            {"role": "user", "content": render_turn(memory, summaries, protocol, seed)}]
