@@ -116,8 +116,10 @@ def _game_names(memory: SeatMemory, text: str) -> str:
     names (the name of seat 4), so a game whose players have names never
     shows a model a "Player 4" it could copy into the chat. The same for
     every seat of a game: the shared prefix stays shared."""
-    names = {p["slot"]: escape_text(p["name"]) for p in memory.roster}
-    return _EXAMPLE_PLAYER.sub(lambda m: names.get(int(m.group(1)), m.group(0)), text)
+    names = [escape_text(p["name"]) for p in sorted(memory.roster, key=lambda p: p["slot"])]
+    if not names:
+        return text
+    return _EXAMPLE_PLAYER.sub(lambda m: names[(int(m.group(1)) - 1) % len(names)], text)
 
 
 def shared_prefix(system_prompt: str) -> str:
@@ -205,6 +207,18 @@ SPEECH_EXAMPLES = (
     "Why did {name} vote so late? Explain yourself.",
     "If {name} is town, they can name someone to clear them.",
 )
+
+
+def example_texts(names: Mapping[int, str]) -> list[str]:
+    """Every example text a seat of a game with these names can be shown:
+    the shared head of the system prompt (both protocols, in the game's
+    names) and each speech example with each name. The play-quality figures
+    do not credit a seat for copying them (docs/agents.md, "Metrics")."""
+    memory = SeatMemory(0)
+    memory.roster = [{"slot": s, "name": n, "alive": True} for s, n in names.items()]
+    out = [shared_prefix(render_system(memory, protocol)) for protocol in PROTOCOLS]
+    out += [t.format(name=escape_text(n)) for t in SPEECH_EXAMPLES for n in names.values()]
+    return out
 
 
 def _speech_example(name: str, rng: random.Random) -> str:
