@@ -46,6 +46,7 @@ from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
 from tossim.agents.protocols import json as json_protocol
 from tossim.agents.tools import run_tool, tool_options
+from tossim.agents.turn_records import abstention
 from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.view import View
@@ -76,7 +77,10 @@ class ChatMetrics(AgentMetrics):
     completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     abstained: int = 0  # turns that ended in `wait` because of an error or the deadline
+    # the same, by kind (turn_records.abstention: "timeout", "error")
+    abstained_kinds: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
+    priced: bool = True  # False: the entry has no price, and its cost is None ("-")
     latency_seconds: float = 0.0  # summed over requests
     max_latency_seconds: float = 0.0
 
@@ -84,7 +88,8 @@ class ChatMetrics(AgentMetrics):
         out = super().to_dict()
         out.update({"requests": self.requests, "completion_tokens": self.completion_tokens,
                     "errors": dict(sorted(self.errors.items())), "abstained": self.abstained,
-                    "cost_usd": round(self.cost_usd, 6),
+                    "abstained_kinds": dict(sorted(self.abstained_kinds.items())),
+                    "cost_usd": round(self.cost_usd, 6) if self.priced else None,
                     "mean_latency_seconds": round(self.latency_seconds
                                                   / max(self.requests, 1), 3),
                     "max_latency_seconds": round(self.max_latency_seconds, 3)})
@@ -157,7 +162,7 @@ class ChatSeat:
         self.summaries: Mapping[int, str] = summaries if summaries is not None else {}
         self.seed = seed
         self.memory = SeatMemory(slot)
-        self.metrics = ChatMetrics()
+        self.metrics = ChatMetrics(priced=backend.entry.priced)
         self.last: TurnResult | None = None
         self.turn_log: list[dict[str, Any]] = []
         # called with (slot, step) as each step of a turn happens, like LLMSeat's
@@ -216,14 +221,17 @@ class ChatSeat:
             stats.seconds = time.perf_counter() - started
             if action == "wait" and (abstain or corrections > cfg.max_corrections):
                 stats.forced = True
-            if abstain:
-                self.metrics.abstained += 1
             log["output"] = "\n".join(outputs)
             log["action"] = action
             if not steps or steps[-1]["kind"] != "action":
                 emit({"kind": "action", "name": action, "args": {},
                       "forced": stats.forced})
             self.turn_log.append(log)
+            kind = abstention(log)  # counted as the arena report counts the stored turn
+            if kind is not None:
+                self.metrics.abstained += 1
+                kinds = self.metrics.abstained_kinds
+                kinds[kind] = kinds.get(kind, 0) + 1
             return TurnResult(cmd, action, log["output"], stats)
 
         try:
