@@ -131,7 +131,7 @@ def test_half_written_name_is_completed_with_a_legal_one() -> None:
     closed = [s["text"] for s in r.steps if s["kind"] == "action"][0]
     assert re.fullmatch(r'<whisper to="Player [124568]">\.\.\. \.\.\. \.\.\.</whisper>', closed)
     # the loop's filler is not a player's line: the guard refuses it twice, the seat waits
-    assert r.command is None and r.stats.degenerate == {"no letters": 2}
+    assert r.command is None and r.stats.degenerate == {"no letters": 2} and r.stats.silenced
     r2, _ = run(["<thinking>x</thinking>", "<vote>Player 1</vote>"],
                 LoopConfig(action_tokens=len("<vote>Player")))
     assert isinstance(r2.command, Vote)
@@ -221,5 +221,6 @@ def test_a_speech_copied_from_the_prompt_is_resampled_once() -> None:
 def test_a_second_degenerate_speech_becomes_a_wait() -> None:
     r, _ = run(["<thinking>x</thinking>", "<speak>Dave, you are the game.</speak>",
                 "<thinking>y</thinking>", "<speak>You are the game. You are the game.</speak>"])
-    assert r.command is None and r.action == "wait" and r.stats.forced
+    assert r.command is None and r.action == "wait" and r.stats.silenced
+    assert not r.stats.forced  # the loop's budget was not the reason
     assert r.stats.degenerate == {"not a player": 1, "repeated sentence": 1}

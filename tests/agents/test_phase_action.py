@@ -67,3 +67,19 @@ def test_no_second_turn_once_the_phase_action_is_taken() -> None:
     cmds = asyncio.run(seat.decide(view(g, Viewer.player(7))))
     assert cmds == [Chat(7, "Player 4 lied about the Doctor, vote them.")]
     assert backend.outputs == [] and seat.metrics.turns == 1
+
+
+def test_a_will_may_be_the_example_will_but_a_speech_may_not_copy_it() -> None:
+    """A will that writes down the seat's results is what a will is for: the
+    guard lets the example will through (the play-quality figures do not
+    credit it); a speech that copies it is refused."""
+    from tossim.agents.lines import guard_action
+    from tossim.agents.loop import prompt_text
+    from tossim.agents.prompting import build_messages, will_example
+
+    memory = day3_investigator().memories[7]
+    will = will_example(memory)
+    assert "Night 2 investigate Player 2" in will
+    prompt = prompt_text(build_messages(memory))
+    assert guard_action(memory, "will", {"text": will}, prompt=prompt) is None
+    assert guard_action(memory, "speak", {"text": will}, prompt=prompt) is not None

@@ -316,7 +316,7 @@ class ChatSeat:
                 kind = reason_kind(reason)
                 stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
                 if sum(stats.degenerate.values()) > 1:
-                    stats.forced = True
+                    stats.silenced = True
                     return finish(None, "wait")
                 text = guard_observation(escape_text(reason))
                 emit({"kind": "fault", "fault": "degenerate", "text": text})

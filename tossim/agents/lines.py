@@ -9,7 +9,7 @@ from typing import Any
 
 from tossim.agents.guard import degenerate
 from tossim.agents.memory import CHAT_KEYS, SeatMemory
-from tossim.agents.prompting import results_lines
+from tossim.agents.prompting import results_lines, will_example
 
 GUARDED_TAGS = ("speak", "whisper", "will", "death_note")
 """Final actions whose text a model writes (and the guard checks)."""
@@ -34,11 +34,15 @@ def game_lines(memory: SeatMemory, summaries: Mapping[int, str] | None = None) -
 def quotable_lines(memory: SeatMemory, tag: str) -> list[str]:
     """What the seat may copy into a will or a death note: its own results
     (the text of each result as the engine wrote it and as the prompt shows
-    it) and its current will or note (a will is rewritten by adding to it)."""
+    it, and the will example built from them: a will that says what the seat
+    found is what a will is for) and its current will or note (a will is
+    rewritten by adding to it)."""
     if tag not in ("will", "death_note"):
         return []
     you = memory.you
     out = [str(e["text"]) for e in memory.private_results()] + results_lines(memory)
+    if tag == "will":
+        out.append(will_example(memory))
     out += [str(you.get("will") or ""), str(you.get("death_note") or "")]
     return [line for line in out if line]
 

@@ -40,6 +40,7 @@ class AgentMetrics:
     malformed: int = 0
     forced: int = 0
     repeated_tools: int = 0  # tool calls refused as repeats within one thought
+    silenced: int = 0  # turns whose text the guard refused twice (the seat waited)
     faults: dict[str, int] = field(default_factory=dict)
     # texts the guard refused, by kind (docs/agents.md "The text guard")
     degenerate: dict[str, int] = field(default_factory=dict)
@@ -61,6 +62,7 @@ class AgentMetrics:
         self.malformed += s.malformed
         self.forced += int(s.forced)
         self.repeated_tools += s.repeated_tools
+        self.silenced += int(s.silenced)
         for mine, theirs in ((self.faults, s.faults), (self.degenerate, s.degenerate)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
@@ -70,7 +72,7 @@ class AgentMetrics:
     def merge(self, other: AgentMetrics) -> None:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
-                     "malformed", "forced", "repeated_tools"):
+                     "malformed", "forced", "repeated_tools", "silenced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
                              (self.degenerate, other.degenerate)):
@@ -114,7 +116,7 @@ class AgentMetrics:
             "truncated": self.truncated,
             "malformed": self.malformed, "forced": self.forced,
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
-            "repeated_tools": self.repeated_tools,
+            "repeated_tools": self.repeated_tools, "silenced": self.silenced,
             "degenerate": dict(sorted(self.degenerate.items())),
             "mean_turn_seconds": round(self.seconds / turns, 3),
             "max_turn_seconds": round(self.max_seconds, 3),

@@ -126,6 +126,7 @@ class TurnStats:
     faults: dict[str, int] = field(default_factory=dict)
     forced: bool = False  # the loop chose `wait` (budget spent or retries used up)
     repeated_tools: int = 0  # tool calls refused: the same call again in one thought
+    silenced: bool = False  # the guard refused the turn's text twice and the seat waited
     # texts the guard refused, by kind (guard.KINDS; docs/agents.md "The text guard")
     degenerate: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -233,13 +234,17 @@ class ToolLoop:
         think_left = cfg.budget(memory.phase)
         retries = guarded = 0
         while True:
-            if (cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries
-                    or guarded > 1):
+            if guarded > 1:  # the text guard refused the text twice: the seat waits
+                stats.silenced = True
+                t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
+                       '"action": "wait", "args": {}}')
+                return self._done(t, None, "wait", started, messages)
+            if cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries:
                 stats.forced = True
                 t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
                        '"action": "wait", "args": {}}')
                 return self._done(t, None, "wait", started, messages)
-            if (retries or guarded) and think_left < cfg.retry_think_tokens:
+            if retries and think_left < cfg.retry_think_tokens:
                 think_left = cfg.retry_think_tokens
             if cfg.protocol == "xml":
                 think_left = await self._xml_thought(t, think_left)
@@ -263,7 +268,8 @@ class ToolLoop:
             reason = guard_action(memory, parsed.name, parsed.args,
                                   prompt=prompt_text(messages), summaries=summaries)
             if reason is not None:
-                # a degenerate text is resampled once, then the seat waits
+                # a degenerate text is resampled once (the action again, after
+                # what is left of the thought), then the seat waits
                 guarded += 1
                 kind = reason_kind(reason)
                 stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1

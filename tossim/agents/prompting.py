@@ -229,21 +229,28 @@ def _speech_example(name: str, rng: random.Random) -> str:
     return rng.choice(SPEECH_EXAMPLES).format(name=name)
 
 
+def will_example(memory: SeatMemory) -> str:
+    """The will example: the seat's role and its last two results, in the
+    words a player writes down ("I am the Investigator. Night 1 investigate
+    Player 4: Your target could be ...")."""
+    role = escape_text(str(memory.you.get("role") or "Townie"))
+    return " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
+                                            for line in results_lines(memory)[-2:])])
+
+
 def action_lines(memory: SeatMemory, protocol: str = "xml", seed: int = 0) -> list[str]:
     """The final actions available now, each with an example in real words
     (a real name, a real sentence) and its allowed arguments. `seed` (the
     turn's) draws the example names and sentences."""
     channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
     ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
-    role = escape_text(str(memory.you.get("role") or "Townie"))
     out = []
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
     for c in turn_choices(memory.legal, memory.names, allow_tools=False):
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
         name = _example_name(memory, opts, rng)
         speech = _speech_example(name, rng)
-        will = " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
-                                                 for line in results_lines(memory)[-2:])])
+        will = will_example(memory)
         if c.tag == "whisper":
             args: dict[str, Any] = {"target": name, "text": speech}
             call = f'<whisper to="{name}">{speech}</whisper>'
