@@ -73,3 +73,13 @@ def test_names_of_this_game_are_players_and_others_are_not() -> None:
 def test_a_repeat_cut_off_by_the_token_budget_is_degenerate() -> None:
     assert check("You are the game. You are the") is not None
     assert check("I am the Sheriff. I am the Sheriff and I checked Player 2.") is None
+
+
+@pytest.mark.parametrize("text", [
+    "Interesting, Player 2 never said what they did last night.",
+    "Honestly, I think Player 6 is the Godfather.",
+    "Sheriff, please check Player 4 tonight.",
+    "Personally, I would vote Player 5 today.",
+])
+def test_common_openers_are_not_names(text: str) -> None:
+    assert check(text) is None

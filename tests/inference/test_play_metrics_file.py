@@ -47,6 +47,11 @@ api_key_env = "TOSSIM_TEST_PLAY_KEY"
         assert [t["seq"] for t in mine] == list(range(1, len(mine) + 1))
         assert len(mine) == data["seats"][str(slot)]["turns"]
     assert all(t["prompt"] and t["steps"] for t in turns)
+    # a hosted model's free text passes the text guard (docs/agents.md, "The text guard")
+    for slot in ("1", "2"):
+        assert data["seats"][slot]["degenerate"] == {} and data["seats"][slot]["silenced"] == 0
+    assert any(s["kind"] == "action" and s.get("name") == "speak" and s["args"]["text"]
+               for t in turns for s in t["steps"])
     # the entry has no price: its cost is unknown, not 0
     assert data["total"]["cost_usd"] is None
     assert "sk-play-test" not in out.read_text()

@@ -51,6 +51,10 @@ Because Still Seriously Really Lol Guilty Innocent Abstain Note Also Besides Mea
 Otherwise Remember Careful Anyone Someone Nobody Clearly Obviously Definitely Also
 I Me My We Us Our You Your They Them He She It This That These Those Here There
 Doc Vigi Invest Exe Jester Lookout Sheriff Mayor Vet Medium
+Interesting Unfortunately Fortunately Personally Basically Lastly Finally Apparently Instead
+Thus Therefore Plus Overall Wow Whoa Ok Alright Friend Friends People Folks Team Gentlemen
+Ladies Sir Everyone Anybody Somebody Nope Yeah Yep Yup Sure Indeed Perhaps Hold Stop Ugh Oops
+Fair Noted Understood Exactly Absolutely Correct Incorrect Agree Disagree Listen Okay
 """
 _OPENERS = frozenset(_OPENER_WORDS.split())
 
@@ -125,6 +129,8 @@ def _stranger(text: str, player_names: Sequence[str]) -> str | None:
             continue
         first = name.split()[0]
         if first in _OPENERS or all(p in known for p in name.split()):
+            continue
+        if first.endswith(("ly", "ing", "ed")):  # "Honestly,", "Interesting,", "Agreed,"
             continue
         return name
     return None
