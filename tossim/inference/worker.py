@@ -235,8 +235,13 @@ class Worker:
         finally:
             seat.on_step = None
         turn = AgentMetrics()
-        for result in seat.results[turns:]:  # one turn, two after a will or speech
-            turn.add(result)
+        played = seat.metrics.turns - turns  # one turn, two after a will or speech
+        results = getattr(seat, "results", None)  # a seat may keep only its last turn
+        if played > 0:
+            recent = results[-played:] if results is not None else [seat.last]
+            for result in recent:
+                if result is not None:
+                    turn.add(result)
         self.decisions += 1
         reply: dict[str, Any] = {"type": "decided", "commands": [c.to_dict() for c in commands],
                                  "turn": vars(turn)}
