@@ -181,6 +181,12 @@ class ModelEntry(BaseModel):
         """The key from the environment (read when needed, never stored)."""
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
+    @property
+    def priced(self) -> bool:
+        """Does the catalogue give this entry a price? A price of 0 is a price;
+        none at all is not, and its cost is shown as "-" (docs/agents.md, "Metrics")."""
+        return bool({"price_prompt", "price_completion"} & self.model_fields_set)
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """USD for that many tokens at this entry's prices."""
         return (prompt_tokens * self.price_prompt

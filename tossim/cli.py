@@ -121,6 +121,8 @@ def play(
             metrics.write_text(json.dumps({"result": result.result, "days": result.days},
                                           indent=1, sort_keys=True) + "\n")
     else:
+        from tossim.agents.turn_records import seat_records
+
         match = _model_match(config, ai, model, url, protocol, model_seats, speech)
         result = match.result
         model_slots = sorted(match.seats)
@@ -128,6 +130,7 @@ def play(
             metrics.write_text(json.dumps({
                 "result": result.result, "days": result.days,
                 "seconds": round(match.seconds, 1), "summaries": result.summaries,
+                "turns": seat_records(match.seats),
                 **match.metrics()}, indent=1, sort_keys=True) + "\n")
     game = result.game
     if metrics is not None:

@@ -21,6 +21,7 @@ def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: 
     """Play the match and return its AsyncMatchResult; progress on stderr.
     `speech` overrides the entry's (free text or structured moves)."""
     from tossim.agents.entry_match import play_entry_match
+    from tossim.agents.turn_records import seat_records
     from tossim.inference.base import BackendUnavailable
 
     try:
@@ -52,5 +53,6 @@ def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: 
     if metrics is not None:
         metrics.write_text(json.dumps({
             "result": result.result, "days": result.days, "seconds": round(match.seconds, 1),
-            "summaries": result.summaries, **match.metrics()}, indent=1, sort_keys=True) + "\n")
+            "summaries": result.summaries, "turns": seat_records(match.seats),
+            **match.metrics()}, indent=1, sort_keys=True) + "\n")
     return result

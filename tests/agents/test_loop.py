@@ -11,7 +11,7 @@ import pytest
 from tossim.agents.grammar import choice_parts, parts_regex, turn_choices, walk
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.tools import tool_options
-from tossim.engine.commands import Chat, Vote, Whisper
+from tossim.engine.commands import Chat, Vote
 
 from .fake_backend import ScriptedBackend
 from .support import day3_investigator
@@ -125,10 +125,13 @@ def test_cut_speech_is_closed_at_a_word() -> None:
 
 
 def test_half_written_name_is_completed_with_a_legal_one() -> None:
-    r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>'],
+    r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>',
+                "<thinking>y</thinking>", '<whisper to="Player 5">hi</whisper>'],
                LoopConfig(action_tokens=len('<whisper to="Pla')))
-    assert isinstance(r.command, Whisper) and r.command.target in (1, 2, 4, 5, 6, 8)
-    assert r.command.text == "... ... ..."
+    closed = [s["text"] for s in r.steps if s["kind"] == "action"][0]
+    assert re.fullmatch(r'<whisper to="Player [124568]">\.\.\. \.\.\. \.\.\.</whisper>', closed)
+    # the loop's filler is not a player's line: the guard refuses it twice, the seat waits
+    assert r.command is None and r.stats.degenerate == {"no letters": 2} and r.stats.silenced
     r2, _ = run(["<thinking>x</thinking>", "<vote>Player 1</vote>"],
                 LoopConfig(action_tokens=len("<vote>Player")))
     assert isinstance(r2.command, Vote)
@@ -190,3 +193,34 @@ def test_every_prefix_of_every_choice_completes_to_a_match(protocol: str) -> Non
             w = walk(parts, sample[:i], protocol)
             assert w is not None and not w.complete, (c.tag, sample[:i])
             assert rx.fullmatch(sample[:i] + w.suffix), (c.tag, sample[:i], w.suffix)
+
+
+def test_the_same_tool_call_twice_in_one_thought_is_refused() -> None:
+    r, _ = run(["<thinking>Check.<check_will>Player 3</check_will>",
+                " Again.<check_will>Player 3</check_will>",
+                " Player 4 lies.</thinking>", "<vote>Player 4</vote>"])
+    assert r.command == Vote(7, 4)
+    assert r.stats.repeated_tools == 1 and r.stats.tool_calls == 2
+    assert [s["kind"] for s in r.steps] == ["thinking", "tool", "thinking", "fault",
+                                            "thinking", "action"]
+    assert r.steps[3]["fault"] == "repeat"
+    assert r.transcript.count("Player 3's will:") == 1  # the tool ran once
+    assert "[repeated call] You already called check_will" in r.transcript
+
+
+def test_a_speech_copied_from_the_prompt_is_resampled_once() -> None:
+    copy = "<speak>Player 4 claimed Doctor, but Player 3's will says otherwise.</speak>"
+    r, _ = run(["<thinking>x</thinking>", copy,
+                "<thinking>y</thinking>", "<speak>Player 4 healed nobody, vote them.</speak>"],
+               LoopConfig(action_tokens=90, turn_tokens=400))
+    assert r.command == Chat(7, "Player 4 healed nobody, vote them.")
+    assert r.stats.degenerate == {"copied from the prompt": 1} and not r.stats.forced
+    assert "[guard] Not sent: copied from the prompt" in r.transcript
+
+
+def test_a_second_degenerate_speech_becomes_a_wait() -> None:
+    r, _ = run(["<thinking>x</thinking>", "<speak>Dave, you are the game.</speak>",
+                "<thinking>y</thinking>", "<speak>You are the game. You are the game.</speak>"])
+    assert r.command is None and r.action == "wait" and r.stats.silenced
+    assert not r.stats.forced  # the loop's budget was not the reason
+    assert r.stats.degenerate == {"not a player": 1, "repeated sentence": 1}

@@ -145,3 +145,35 @@ def test_play_metrics_writes_and_prints_each_seats_quality(tmp_path: Path) -> No
     game = play_match(GameConfig(players=7, seed=2)).game
     assert seats == {str(s): m for s, m in game_quality(game).items()}
     assert data["quality"]["groups"]["scripted seats"]["seats"] == 7
+
+
+def _example_will(game: Game, slot: int) -> str:
+    """The will example the seat's prompt shows now (built from its results)."""
+    from tossim.agents.memory import SeatMemory
+    from tossim.agents.prompting import action_lines
+    from tossim.engine import Viewer, view
+
+    memory = SeatMemory(slot)
+    memory.update(view(game, Viewer.player(slot)))
+    line = next(x for x in action_lines(memory) if x.startswith("<will>"))
+    return line.split("<will>", 1)[1].split("</will>", 1)[0]
+
+
+def test_copies_of_prompt_text_and_earlier_lines_are_not_credited() -> None:
+    """Issue 21: `reasoned_rate` credited copies of the prompt's speech example
+    and "results used" credited the example will, copied word for word."""
+    game = new_game(GameConfig(players=7, seed=1, roles=ROLES))
+    until(game, Phase.NIGHT)
+    apply(game, NightAction(4, (3,)))  # the Investigator checks the Mafioso
+    until(game, Phase.DISCUSSION)
+    will = _example_will(game, 4)
+    assert "Player 3" in will  # names the result's target: the old figure credited it
+    apply(game, WriteWill(4, will))
+    apply(game, Chat(2, "I do not trust Player 4 yet. Who can confirm their claim?"))
+    apply(game, Chat(5, "Player 3 voted for nobody and acts suspicious to me."))
+    apply(game, Chat(6, "Player 3 voted for nobody and acts suspicious to me."))
+    q = game_quality(game)
+    assert q[4]["results"] == 1 and q[4]["results_use_rate"] == 0.0  # was 1.0
+    assert q[2]["reasoned_rate"] == 0.0  # the prompt's example: was 1.0
+    assert q[5]["reasoned_rate"] == 1.0  # its own words
+    assert q[6]["reasoned_rate"] == 0.0  # a copy of Player 5's line: was 1.0

@@ -68,8 +68,22 @@ def value_for(schema: dict[str, Any], rng: random.Random) -> Any:
     if t == "integer":
         return 1
     if t == "string":
-        return "I have a feeling about this."
+        return sentence(rng)
     return None
+
+
+_SLOTS = (("feel", "think", "sense", "suspect", "smell", "doubt", "fear", "see"),
+          ("trouble", "danger", "lies", "tricks", "secrets", "games", "plots", "fear"),
+          ("around", "among", "near", "behind", "inside", "beyond", "under", "within"),
+          ("town", "us", "here", "everyone", "them", "chat", "tonight", "today"),
+          ("honestly", "truly", "really", "frankly", "sadly", "clearly", "maybe", "perhaps"))
+
+
+def sentence(rng: random.Random) -> str:
+    """A short sentence a player could say, different each time (a provider
+    that repeats itself is refused by the text guard, docs/agents.md)."""
+    verb, noun, where, who, how = (rng.choice(words) for words in _SLOTS)
+    return f"I {verb} {noun} {where} {who}, {how}."
 
 
 def _rank(name: str) -> int:

@@ -156,7 +156,7 @@ async def test_good_provider_plays_legal_actions_with_tokens_and_cost() -> None:
     # the day summaries are the chat model's own (plain text, no schema), not the fallback
     assert match.summary_stats.model >= 1 and match.summary_stats.fallback == 0
     assert "accused Player 3" in match.result.summaries[1]
-    assert match.metrics()["summaries"]["fallback_rate"] == 0.0
+    assert match.metrics()["summary_stats"]["fallback_rate"] == 0.0
     log = seat.turn_log[0]
     assert set(log) >= {"day", "phase", "prompt", "output", "steps", "action", "tokens"}
     assert log["steps"][-1]["kind"] == "action" and log["tokens"]["prompt"] > 0

@@ -197,7 +197,7 @@ def test_summary_is_model_written_and_shown_on_day_2(backend: LocalBackend) -> N
         loop_config=LoopConfig(think_budget={}, think_tokens=8, action_tokens=16),
         rounds={}, max_days=2))
     assert match.summary_stats.model >= 1 and match.summary_stats.fallback == 0
-    assert match.metrics()["summaries"]["fallback_rate"] == 0.0
+    assert match.metrics()["summary_stats"]["fallback_rate"] == 0.0
     day2 = [entry for seat in match.seats.values() for entry in seat.turn_log
             if entry["day"] == 2]
     assert day2 and all(f"- Day 1: {match.result.summaries[1][:20]}" in e["prompt"]

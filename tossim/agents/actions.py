@@ -63,6 +63,26 @@ def final_tags(legal: Sequence[LegalAction]) -> list[str]:
     return [tag for tag, kind in FINAL_ACTIONS.items() if kind is None or kind in kinds]
 
 
+SIDE_TAGS = frozenset({"speak", "whisper", "will", "death_note"})
+"""Final actions that never use up the phase's action (docs/agents.md,
+"The phase's action"): after one of them the seat gets another turn for it."""
+PHASE_KINDS = ("vote", "judge", "night")
+_DONE = {"vote": "vote", "judge": "verdict", "night": "night_action"}
+
+
+def phase_action_left(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> bool:
+    """Is the phase's action (a vote, a verdict, a night ability) legal now
+    and not yet taken by the seat (its View's `you`)?"""
+    return any(a.kind in PHASE_KINDS and you.get(_DONE[a.kind]) in (None, "", [], ())
+               for a in legal)
+
+
+def phase_actions_only(legal: Sequence[LegalAction]) -> list[LegalAction]:
+    """The legal actions less speech, whispers, wills and notes: the turn a
+    seat gets for the phase's action after one of those (`wait` stays)."""
+    return [a for a in legal if a.kind in PHASE_KINDS]
+
+
 def resolve_name(text: str, names: Mapping[int, str]) -> int:
     """A player's slot from a name as written ("Player 3", "3", "player 3", a
     roster name, or an unambiguous prefix of one). Raises an expression fault

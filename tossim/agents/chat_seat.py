@@ -36,7 +36,9 @@ from typing import Any
 from tossim.agents.actions import TEXT_LIMITS, fault_observation, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
-from tossim.agents.llm_seat import AgentMetrics, StepHook
+from tossim.agents.guard import reason_kind
+from tossim.agents.lines import guard_action, guard_observation
+from tossim.agents.llm_seat import AgentMetrics, StepHook, play_phase
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
@@ -44,6 +46,7 @@ from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
 from tossim.agents.protocols import json as json_protocol
 from tossim.agents.tools import run_tool, tool_options
+from tossim.agents.turn_records import abstention
 from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.view import View
@@ -74,7 +77,10 @@ class ChatMetrics(AgentMetrics):
     completion_tokens: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     abstained: int = 0  # turns that ended in `wait` because of an error or the deadline
+    # the same, by kind (turn_records.abstention: "timeout", "error")
+    abstained_kinds: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
+    priced: bool = True  # False: the entry has no price, and its cost is None ("-")
     latency_seconds: float = 0.0  # summed over requests
     max_latency_seconds: float = 0.0
 
@@ -82,7 +88,8 @@ class ChatMetrics(AgentMetrics):
         out = super().to_dict()
         out.update({"requests": self.requests, "completion_tokens": self.completion_tokens,
                     "errors": dict(sorted(self.errors.items())), "abstained": self.abstained,
-                    "cost_usd": round(self.cost_usd, 6),
+                    "abstained_kinds": dict(sorted(self.abstained_kinds.items())),
+                    "cost_usd": round(self.cost_usd, 6) if self.priced else None,
                     "mean_latency_seconds": round(self.latency_seconds
                                                   / max(self.requests, 1), 3),
                     "max_latency_seconds": round(self.max_latency_seconds, 3)})
@@ -155,7 +162,7 @@ class ChatSeat:
         self.summaries: Mapping[int, str] = summaries if summaries is not None else {}
         self.seed = seed
         self.memory = SeatMemory(slot)
-        self.metrics = ChatMetrics()
+        self.metrics = ChatMetrics(priced=backend.entry.priced)
         self.last: TurnResult | None = None
         self.turn_log: list[dict[str, Any]] = []
         # called with (slot, step) as each step of a turn happens, like LLMSeat's
@@ -172,11 +179,14 @@ class ChatSeat:
         if not self.memory.legal:
             self.memory.end_turn()
             return []
+        return await play_phase(self.memory, lambda: self._played(deadline))
+
+    async def _played(self, deadline: float | None) -> Command | None:
         result = await self._turn(deadline)
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
-        return [result.command] if result.command is not None else []
+        return result.command
 
     def metrics_dict(self) -> dict[str, Any]:
         out = self.metrics.to_dict()
@@ -192,8 +202,9 @@ class ChatSeat:
         if turn_deadline is not None:
             deadline = min(deadline, turn_deadline)
         stats = TurnStats()
+        seed = derive_seed(self.seed, self.metrics.turns)
         messages: list[dict[str, Any]] = build_messages(memory, self.summaries, "json",
-                                                        self.persona)
+                                                        self.persona, seed=seed)
         log: dict[str, Any] = {"day": memory.day, "phase": memory.phase,
                                "phase_seq": memory.phase_seq, "version": memory.version,
                                "prompt": messages[-1]["content"], "output": "", "steps": [],
@@ -203,26 +214,29 @@ class ChatSeat:
         steps: list[dict[str, Any]] = log["steps"]
         errors = self.metrics.errors
         corrections = 0
+        calls_made: set[str] = set()
+        prompt = "\n".join(str(m["content"]) for m in messages)
 
         def emit(step: dict[str, Any]) -> None:
             steps.append(step)
             if self.on_step is not None:
                 self.on_step(self.slot, step)
 
-        seed = derive_seed(self.seed, self.metrics.turns)
-
         def finish(cmd: Command | None, action: str, abstain: bool = False) -> TurnResult:
             stats.seconds = time.perf_counter() - started
             if action == "wait" and (abstain or corrections > cfg.max_corrections):
                 stats.forced = True
-            if abstain:
-                self.metrics.abstained += 1
             log["output"] = "\n".join(outputs)
             log["action"] = action
             if not steps or steps[-1]["kind"] != "action":
                 emit({"kind": "action", "name": action, "args": {},
                       "forced": stats.forced})
             self.turn_log.append(log)
+            kind = abstention(log)  # counted as the arena report counts the stored turn
+            if kind is not None:
+                self.metrics.abstained += 1
+                kinds = self.metrics.abstained_kinds
+                kinds[kind] = kinds.get(kind, 0) + 1
             return TurnResult(cmd, action, log["output"], stats)
 
         try:
@@ -277,6 +291,15 @@ class ChatSeat:
                 emit({"kind": "thinking", "text": parsed.thought})
             if parsed.kind == "tool":
                 stats.tool_calls += 1
+                call = json.dumps([parsed.name, parsed.args], sort_keys=True, default=str)
+                if call in calls_made:  # refused: its answer is already above
+                    stats.repeated_tools += 1
+                    text = (f"[repeated call] You already called {parsed.name} with this "
+                            "argument in this turn; its answer is above.")
+                    emit({"kind": "fault", "fault": "repeat", "text": text})
+                    self._observe(messages, reply, text)
+                    continue
+                calls_made.add(call)
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 emit({"kind": "tool", "name": parsed.name, "args": parsed.tool_arg,
                       "observation": obs})
@@ -290,6 +313,18 @@ class ChatSeat:
                 corrections += 1
                 text = fault_observation(exc, memory.names)
                 emit({"kind": "fault", "fault": exc.fault, "text": text})
+                self._observe(messages, reply, text)
+                continue
+            reason = guard_action(memory, parsed.name, parsed.args, prompt=prompt,
+                                  summaries=self.summaries)
+            if reason is not None:  # resampled once, then the seat waits
+                kind = reason_kind(reason)
+                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
+                if sum(stats.degenerate.values()) > 1:
+                    stats.silenced = True
+                    return finish(None, "wait")
+                text = guard_observation(escape_text(reason))
+                emit({"kind": "fault", "fault": "degenerate", "text": text})
                 self._observe(messages, reply, text)
                 continue
             emit({"kind": "action", "name": parsed.name, "args": parsed.args,

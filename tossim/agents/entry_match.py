@@ -58,8 +58,9 @@ class EntryMatch:
         totals["cache_hit_rate"] = round(totals.get("cached_tokens", 0)
                                          / max(totals.get("requested_tokens", 0), 1), 3)
         out: dict[str, Any] = {"entry": self.entry.public(), "seats": per_seat,
-                               "summaries": self.summary_stats.to_dict(),
-                               "total": totals}
+                               "summary_stats": self.summary_stats.to_dict(),
+                               "total": {**totals, "cost_usd": totals["cost_usd"]
+                                         if self.entry.priced else None}}
         for seat in self.seats.values():
             stats = getattr(getattr(seat, "backend", None), "stats_dict", None)
             if stats is not None:  # the chat backend's per-model figures

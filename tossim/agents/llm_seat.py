@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tossim.agents.actions import phase_action_left, phase_actions_only
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
-from tossim.engine.commands import Command
+from tossim.engine.commands import Command, WriteDeathNote, WriteWill
 from tossim.engine.view import View
 from tossim.inference.base import Backend
 from tossim.inference.seeds import derive_seed
@@ -40,7 +41,11 @@ class AgentMetrics:
     truncated: int = 0
     malformed: int = 0
     forced: int = 0
+    repeated_tools: int = 0  # tool calls refused as repeats within one thought
+    silenced: int = 0  # turns whose text the guard refused twice (the seat waited)
     faults: dict[str, int] = field(default_factory=dict)
+    # texts the guard refused, by kind (docs/agents.md "The text guard")
+    degenerate: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     max_seconds: float = 0.0
     # turns with a deadline (docs/agents.md#deadlines): how many, the seconds
@@ -69,8 +74,11 @@ class AgentMetrics:
         self.truncated += s.truncated
         self.malformed += s.malformed
         self.forced += int(s.forced)
-        for k, n in s.faults.items():
-            self.faults[k] = self.faults.get(k, 0) + n
+        self.repeated_tools += s.repeated_tools
+        self.silenced += int(s.silenced)
+        for mine, theirs in ((self.faults, s.faults), (self.degenerate, s.degenerate)):
+            for k, n in theirs.items():
+                mine[k] = mine.get(k, 0) + n
         self.seconds += s.seconds
         self.max_seconds = max(self.max_seconds, s.seconds)
         if s.time_s is not None:
@@ -86,10 +94,10 @@ class AgentMetrics:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
                      "malformed", "forced", "timed_turns", "time_given", "time_used",
-                     "thinking_cut", "misses"):
+                     "thinking_cut", "misses", "repeated_tools", "silenced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
-                             (self.moves, other.moves)):
+                             (self.moves, other.moves), (self.degenerate, other.degenerate)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
         self.seconds += other.seconds
@@ -130,6 +138,8 @@ class AgentMetrics:
             "truncated": self.truncated,
             "malformed": self.malformed, "forced": self.forced,
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
+            "repeated_tools": self.repeated_tools, "silenced": self.silenced,
+            "degenerate": dict(sorted(self.degenerate.items())),
             "mean_turn_seconds": round(self.seconds / turns, 3),
             "max_turn_seconds": round(self.max_seconds, 3),
             "timed_turns": self.timed_turns, "misses": self.misses,
@@ -141,6 +151,30 @@ class AgentMetrics:
 
 
 StepHook = Callable[[int, dict[str, Any]], None]
+SIDE_COMMANDS = frozenset({"chat", "whisper", "will", "death_note"})  # actions.SIDE_TAGS
+
+
+async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]]
+                     ) -> list[Command]:
+    """A seat's commands for one ask of the runner: one turn, and when that
+    turn spoke, whispered or wrote a will or note while the phase's action
+    (a vote, a verdict, a night ability) is still open, a second turn that
+    offers only that action or `wait` (docs/agents.md, "The phase's
+    action"). The runner asks a seat once per phase, so without the second
+    turn a will written at night used up the night."""
+    first = await turn()
+    cmds = [first] if first is not None else []
+    if first is None or type(first).type not in SIDE_COMMANDS:
+        return cmds
+    if not phase_action_left(memory.legal, memory.you):
+        return cmds
+    if isinstance(first, WriteWill):
+        memory.you["will"] = first.text
+    elif isinstance(first, WriteDeathNote):
+        memory.you["death_note"] = first.text
+    memory.legal = phase_actions_only(memory.legal)
+    second = await turn()
+    return cmds + ([second] if second is not None else [])
 
 
 class LLMSeat:
@@ -169,6 +203,7 @@ class LLMSeat:
         self.memory = SeatMemory(slot)
         self.metrics = AgentMetrics()
         self.last: TurnResult | None = None
+        self.results: list[TurnResult] = []  # every turn, in order (one per metrics.turns)
         self.turn_log: list[dict[str, Any]] = []
         self.on_step: StepHook | None = None
 
@@ -180,6 +215,9 @@ class LLMSeat:
         if not self.memory.legal:
             self.memory.end_turn()
             return []
+        return await play_phase(self.memory, lambda: self._turn(deadline))
+
+    async def _turn(self, deadline: float | None) -> Command | None:
         day, phase = self.memory.day, self.memory.phase
         phase_seq, version = self.memory.phase_seq, self.memory.version
         try:
@@ -195,6 +233,7 @@ class LLMSeat:
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
+        self.results.append(result)
         self.turn_log.append({
             "day": day, "phase": phase, "phase_seq": phase_seq, "version": version,
             "prompt": result.prompt, "output": result.transcript,
@@ -210,7 +249,7 @@ class LLMSeat:
                                else round(result.stats.time_s, 3)),
                      "missed": result.stats.missed},
         })
-        return [result.command] if result.command is not None else []
+        return result.command
 
     def _step(self, step: dict[str, Any]) -> None:
         if self.on_step is not None:

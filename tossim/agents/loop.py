@@ -43,6 +43,7 @@ time left skips its thought and acts at once.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -64,6 +65,8 @@ from tossim.agents.grammar import (
     turn_regex,
     walk,
 )
+from tossim.agents.guard import reason_kind
+from tossim.agents.lines import guard_action, guard_observation
 from tossim.agents.memory import SeatMemory
 from tossim.agents.moves import SPEECH_MODES, SPEECH_TAGS, Move, speak_move, structured_choices
 from tossim.agents.personas import Persona
@@ -150,6 +153,10 @@ class TurnStats:
     malformed: int = 0  # segments that did not have the protocol's shape
     faults: dict[str, int] = field(default_factory=dict)
     forced: bool = False  # the loop chose `wait` (budget spent or retries used up)
+    repeated_tools: int = 0  # tool calls refused: the same call again in one thought
+    silenced: bool = False  # the guard refused the turn's text twice and the seat waited
+    # texts the guard refused, by kind (guard.KINDS; docs/agents.md "The text guard")
+    degenerate: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     # timed turns (docs/agents.md#deadlines): the seconds the turn had, whether
     # the time cut its thought short, cut its final action short (the loop
@@ -225,6 +232,16 @@ class _Turn:
         self.steps: list[dict[str, Any]] = []
         self.requests = 0
         self.move: Move | None = None
+        self.calls_made: set[str] = set()  # this thought's tool calls (name and args)
+
+    def repeated(self, name: str, args: Mapping[str, Any]) -> bool:
+        """Was this exact tool call made before in this thought? (It is
+        refused: its answer is already in the context.)"""
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        if key in self.calls_made:
+            return True
+        self.calls_made.add(key)
+        return False
 
     def step(self, kind: str, **data: Any) -> None:
         entry = {"kind": kind, **data}
@@ -266,13 +283,18 @@ class ToolLoop:
         if deadline is not None:
             stats.time_s = max(0.0, deadline - time.monotonic())
         messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
-                                  speech=cfg.speech)
+                                  speech=cfg.speech, seed=seed)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed, deadline)
         think_left = self._fit(t, cfg.budget(memory.phase))
-        retries = 0
+        retries = guarded = 0
         while True:
+            if guarded > 1:  # the text guard refused the text twice: the seat waits
+                stats.silenced = True
+                t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
+                       '"action": "wait", "args": {}}')
+                return self._done(t, None, "wait", started, messages)
             if t.out_of_time():
                 stats.late = True
             if (cfg.turn_tokens - stats.generated_tokens <= 0 or retries > cfg.max_retries
@@ -304,6 +326,21 @@ class ToolLoop:
                 text = fault_observation(exc, memory.names)
                 self._observe(t, text)
                 t.step("fault", fault=exc.fault, text=text)
+                continue
+            # a speech move is built from the game's own facts and rendered by
+            # us: only text the model wrote itself goes through the guard
+            reason = None if t.move is not None else guard_action(
+                memory, parsed.name, parsed.args, prompt=prompt_text(messages),
+                summaries=summaries)
+            if reason is not None:
+                # a degenerate text is resampled once (the action again, after
+                # what is left of the thought), then the seat waits
+                guarded += 1
+                kind = reason_kind(reason)
+                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
+                text = guard_observation(escape_text(reason))
+                self._observe(t, text)
+                t.step("fault", fault="degenerate", text=text)
                 continue
             return self._done(t, cmd, parsed.name, started, messages)
 
@@ -337,6 +374,7 @@ class ToolLoop:
         cfg, memory = self.config, t.memory
         opened = False
         piece_start = len(t.steps)
+        t.calls_made.clear()
         while True:
             left_turn = cfg.turn_tokens - t.stats.generated_tokens
             budget = min(think_left, left_turn)
@@ -383,6 +421,8 @@ class ToolLoop:
                     t.step("fault", fault="expression", text=text)
                     continue
                 t.stats.tool_calls += 1
+                if self._refuse_repeat(t, parsed):
+                    continue
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 self._observe(t, obs)
                 t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
@@ -464,6 +504,7 @@ class ToolLoop:
         cfg, memory = self.config, t.memory
         thought = thought_parts("json")
         thought_rx = parts_regex(thought, "json")
+        t.calls_made.clear()
         while True:
             budget = max(1, min(max(think_left, 8), cfg.turn_tokens - t.stats.generated_tokens))
             before = t.stats.generated_tokens
@@ -490,6 +531,8 @@ class ToolLoop:
             self._thinking_step(t, parsed.thought)
             if parsed.kind == "tool":
                 t.stats.tool_calls += 1
+                if self._refuse_repeat(t, parsed):
+                    continue
                 obs = run_tool(memory, parsed.name, parsed.tool_arg)
                 self._observe(t, obs)
                 t.step("tool", name=parsed.name, args=dict(parsed.args), observation=obs)
@@ -498,6 +541,20 @@ class ToolLoop:
             return parsed, think_left
 
     # ---- shared -----------------------------------------------------------------------
+    def _refuse_repeat(self, t: _Turn, parsed: Any) -> bool:
+        """Refuse a tool call made before in this thought, with an observation
+        (it still counts toward `max_tool_calls`, so a model that repeats
+        itself runs out of tool calls, not of context)."""
+        if not t.repeated(parsed.name, dict(parsed.args)):
+            return False
+        t.stats.repeated_tools += 1
+        text = (f"[repeated call] You already called {parsed.name} with this argument in "
+                "this thought; its answer is above. Use it, call another tool or end the "
+                "thought.")
+        self._observe(t, text)
+        t.step("fault", fault="repeat", text=text)
+        return True
+
     def _malformed(self, t: _Turn, why: str) -> None:
         t.stats.malformed += 1
         text = f"[expression fault] {escape_text(why)} Write exactly one tag."

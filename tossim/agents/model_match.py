@@ -59,7 +59,7 @@ class ModelMatch:
             d["errors"] = self.result.errors.get(slot, 0)
             per_seat[str(slot)] = d
         return {"seats": per_seat, "total": self.total().to_dict(),
-                "summaries": self.summary_stats.to_dict()}
+                "summary_stats": self.summary_stats.to_dict()}
 
 
 async def play_model_match(config: GameConfig, backend: Backend, *,

@@ -12,6 +12,7 @@ escaped with `escape.escape_text` before it is placed in a prompt.
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -101,10 +102,26 @@ def render_system(memory: SeatMemory, protocol: str = "xml",
     tools = [{"call": tool_call(t, protocol), "description": t.description}
              for t in TOOLS.values()]
     text = persona.text if isinstance(persona, Persona) else persona
-    return render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
+    out = render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
                    max_tools=max_tools, moves=speech == "moves",
                    name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
                    identity_extra=_identity_extra(memory), persona=text)
+    head, marker, rest = out.partition("## Who you are")
+    return _game_names(memory, head) + marker + rest
+
+
+_EXAMPLE_PLAYER = re.compile(r"\bPlayer ([1-9])\b")
+
+
+def _game_names(memory: SeatMemory, text: str) -> str:
+    """The shared head's examples ("Player 4 claimed Doctor") in this game's
+    names (the name of seat 4), so a game whose players have names never
+    shows a model a "Player 4" it could copy into the chat. The same for
+    every seat of a game: the shared prefix stays shared."""
+    names = [escape_text(p["name"]) for p in sorted(memory.roster, key=lambda p: p["slot"])]
+    if not names:
+        return text
+    return _EXAMPLE_PLAYER.sub(lambda m: names[(int(m.group(1)) - 1) % len(names)], text)
 
 
 def shared_prefix(system_prompt: str) -> str:
@@ -171,50 +188,86 @@ def _state_lines(memory: SeatMemory) -> list[str]:
     return out
 
 
-def _example_name(memory: SeatMemory, options: Sequence[str]) -> str:
-    """A real name for an example (rotated by seat, so seats that copy an
-    example do not all name the same player)."""
-    if not options:
-        return "Player 1"
-    return options[memory.slot % len(options)]
+def _example_name(memory: SeatMemory, options: Sequence[str], rng: random.Random) -> str:
+    """A real name for an example: one of the action's options, else a living
+    player, never the seat itself, drawn per turn (docs/agents.md, "Prompt"),
+    so a seat that copies an example names someone else each turn and a copy
+    is visible."""
+    me = escape_text(memory.name(memory.slot))
+    pool = [o for o in options if o != me]
+    if not pool:
+        pool = [escape_text(p["name"]) for p in memory.roster
+                if p["alive"] and p["slot"] != memory.slot]
+    return rng.choice(pool) if pool else ""
 
 
-def _speech_example(memory: SeatMemory, name: str) -> str:
+SPEECH_EXAMPLES = (
+    "{name}, what is your role? Tell us before we vote.",
+    "I do not trust {name} yet. Who can confirm their claim?",
+    "Has anyone checked {name}? Share your results with the town.",
+    "{name} has been quiet all day. What did you do last night?",
+    "Why did {name} vote so late? Explain yourself.",
+    "If {name} is town, they can name someone to clear them.",
+)
+
+
+def example_texts(names: Mapping[int, str]) -> list[str]:
+    """Every example text a seat of a game with these names can be shown:
+    the shared head of the system prompt (both protocols, in the game's
+    names) and each speech example with each name. The play-quality figures
+    do not credit a seat for copying them (docs/agents.md, "Metrics")."""
+    memory = SeatMemory(0)
+    memory.roster = [{"slot": s, "name": n, "alive": True} for s, n in names.items()]
+    out = [shared_prefix(render_system(memory, protocol)) for protocol in PROTOCOLS]
+    out += [t.format(name=escape_text(n)) for t in SPEECH_EXAMPLES for n in names.values()]
+    return out
+
+
+def _speech_example(name: str, rng: random.Random) -> str:
     """A real sentence for the speech example (never a placeholder word that
-    a small model would copy into the chat)."""
-    lines = (f"{name}, what is your role? Tell us before we vote.",
-             f"I do not trust {name} yet. Who can confirm their claim?",
-             f"Has anyone checked {name}? Share your results with the town.")
-    return lines[memory.slot % len(lines)]
+    a small model would copy into the chat), drawn per turn."""
+    if not name:
+        return "Who here has a result to share with the town?"
+    return rng.choice(SPEECH_EXAMPLES).format(name=name)
 
 
-def action_lines(memory: SeatMemory, protocol: str = "xml", speech: str = "free") -> list[str]:
+def will_example(memory: SeatMemory) -> str:
+    """The will example: the seat's role and its last two results, in the
+    words a player writes down ("I am the Investigator. Night 1 investigate
+    Player 4: Your target could be ...")."""
+    role = escape_text(str(memory.you.get("role") or "Townie"))
+    return " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
+                                            for line in results_lines(memory)[-2:])])
+
+
+def action_lines(memory: SeatMemory, protocol: str = "xml", speech: str = "free",
+                 seed: int = 0) -> list[str]:
     """The final actions available now, each with an example in real words
-    (a real name, a real sentence) and its allowed arguments. With speech
-    "moves", speeches, wills and death notes are listed as the moves allowed
-    now (`moves.action_lines`) and whispers are left out."""
+    (a real name, a real sentence) and its allowed arguments; `seed` (the
+    turn's) draws the example names and sentences. With speech "moves",
+    speeches, wills and death notes are listed as the moves allowed now
+    (`moves.action_lines`) and whispers are left out."""
     channel = next((a.options[0] for a in memory.legal if a.kind == "chat" and a.options), "")
     ability = next((a.ability for a in memory.legal if a.kind == "night"), "")
-    role = escape_text(str(memory.you.get("role") or "Townie"))
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
+    rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
     for c in turn_choices(memory.legal, memory.names, allow_tools=False):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
                 out += moves.action_lines(memory, c.tag, protocol, table)
             continue
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
-        name = _example_name(memory, opts)
-        speech = _speech_example(memory, name)
-        will = " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
-                                                 for line in results_lines(memory)[-2:])])
+        name = _example_name(memory, opts, rng)
+        said = _speech_example(name, rng)
+        will = will_example(memory)
         if c.tag == "whisper":
-            args: dict[str, Any] = {"target": name, "text": speech}
-            call = f'<whisper to="{name}">{speech}</whisper>'
+            args: dict[str, Any] = {"target": name, "text": said}
+            call = f'<whisper to="{name}">{said}</whisper>'
         elif c.arg == "none":
             args, call = {}, f"<{c.tag}></{c.tag}>"
         elif c.arg == "names2":
-            two = opts[:2] if len(opts) > 1 else [name, name]
+            two = rng.sample(opts, 2) if len(opts) > 1 else [name, name]
             args = {"targets": two}
             call = f"<{c.tag}>{two[0]} and {two[1]}</{c.tag}>"
         elif c.arg in ("names", "self"):
@@ -224,7 +277,7 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", speech: str = "free"
         elif c.tag == "judge":
             args, call = {"verdict": opts[0]}, f"<judge>{opts[0]}</judge>"
         else:
-            text = speech if c.tag == "speak" else will
+            text = said if c.tag == "speak" else will
             if c.tag == "death_note":
                 text = "We know your secret."
             args, call = {"text": text}, f"<{c.tag}>{text}</{c.tag}>"
@@ -273,9 +326,10 @@ def results_lines(memory: SeatMemory) -> list[str]:
 
 
 def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
-                protocol: str = "xml", speech: str = "free") -> str:
+                protocol: str = "xml", speech: str = "free", seed: int = 0) -> str:
     """The dynamic context for this turn. `summaries` maps earlier days to
-    their summary (escaped here: model-written text quotes players)."""
+    their summary (escaped here: model-written text quotes players); `seed`
+    (the turn's) draws the examples."""
     new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
     public = [_event_line(e) for e in new if e["audience"] == "public"]
     shown = {id(e) for e in memory.private_results() if e["key"] not in CHOICE_KEYS}
@@ -289,14 +343,16 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
                    results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
-                   actions=action_lines(memory, protocol, speech))
+                   actions=action_lines(memory, protocol, speech, seed))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    protocol: str = "xml", persona: Persona | str | None = None,
-                   max_tools: int = 4, speech: str = "free") -> list[dict[str, str]]:
+                   max_tools: int = 4, speech: str = "free",
+                   seed: int = 0) -> list[dict[str, str]]:
     """Chat messages for a turn: the system prompt and the turn context
-    (`speech`: "free" text or structured "moves", docs/agents.md#speech-moves)."""
+    (`speech`: "free" text or structured "moves", docs/agents.md#speech-moves;
+    `seed`: the turn's, which draws the examples)."""
     return [{"role": "system",
              "content": render_system(memory, protocol, persona, max_tools, speech)},
-            {"role": "user", "content": render_turn(memory, summaries, protocol, speech)}]
+            {"role": "user", "content": render_turn(memory, summaries, protocol, speech, seed)}]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tossim.agents.escape import escape_text, quote
+from tossim.agents.guard import degenerate
 from tossim.agents.memory import SeatMemory
 from tossim.agents.prompting import render_template
 from tossim.inference.base import Backend, GenerationRequest
@@ -99,10 +100,11 @@ class SummaryStats:
 
     model: int = 0
     fallback: int = 0
+    degenerate: int = 0  # of the fallbacks, model summaries the text guard refused
 
     def to_dict(self) -> dict[str, Any]:
         total = self.model + self.fallback
-        return {"model": self.model, "fallback": self.fallback,
+        return {"model": self.model, "fallback": self.fallback, "degenerate": self.degenerate,
                 "fallback_rate": round(self.fallback / total, 3) if total else 0.0}
 
 
@@ -168,6 +170,17 @@ def _finish(raw: str, truncated: bool, memory: SeatMemory, day: int,
     if len(text) < 12:
         log.warning("summary of day %d too short (%r); using the extractive one", day, text)
         stats.fallback += 1
+        return fallback_summary(memory, day)
+    # the day's lines may be quoted; the prompt's instructions and invented
+    # names, headings and loops may not (docs/agents.md, "The text guard")
+    lines = public_lines(memory, day)
+    reason = degenerate(text, prompt_text=summary_prompt(memory, day) + SUMMARY_SYSTEM,
+                        player_names=list(memory.names.values()), quotable=lines)
+    if reason is not None:
+        log.warning("summary of day %d is degenerate (%s); using the extractive one", day,
+                    reason)
+        stats.fallback += 1
+        stats.degenerate += 1
         return fallback_summary(memory, day)
     stats.model += 1
     return text

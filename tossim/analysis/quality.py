@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from tossim.agents.guard import COPY_RUN, shingles, words
+from tossim.agents.prompting import example_texts
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.state import Game
 
@@ -40,6 +42,12 @@ REASON = re.compile(
     r"lying|suspicious|innocent|mafia|evil|town|found|checked|investigat\w*|interrogat\w*|"
     r"defen[cs]e\w*|quiet|killed|attacked|framed|sheriff|doctor|jailor|mayor|guilty|"
     r"contradict\w*|proof|evidence)\b", re.IGNORECASE)
+
+COPIED_SHARE = 0.5
+"""A text at least this much covered by runs of `guard.COPY_RUN` words from
+the prompt's examples or earlier lines of the game is a copy, not the seat's
+own words: it earns no reasoned speech and uses no result."""
+_CHOSEN = re.compile(r"(?:decided to|will) (.+?) tonight\.$")
 
 RATES = ("vote_accuracy", "results_use_rate", "claim_accuracy", "night_plausibility",
          "reasoned_rate", "repetition_rate")
@@ -99,6 +107,17 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def copied_share(text: str, sources: set[tuple[str, ...]]) -> float:
+    """The share of a text's words inside a run of `COPY_RUN` words that is
+    also in `sources` (0.0: all its own words, 1.0: a copy)."""
+    w = words(text)
+    covered = [False] * len(w)
+    for i in range(len(w) - COPY_RUN + 1):
+        if tuple(w[i:i + COPY_RUN]) in sources:
+            covered[i:i + COPY_RUN] = [True] * COPY_RUN
+    return sum(covered) / len(w) if w else 1.0
+
+
 def _ratio(num: int, den: int) -> float | None:
     return round(num / den, 3) if den else None
 
@@ -129,6 +148,15 @@ def seat_quality(events: Iterable[Any], roles: Mapping[int, str],
     pending: list[tuple[int, frozenset[str]]] = []
     # the final night choice per (actor, day): (ability, targets)
     night: dict[tuple[int, int], tuple[str, tuple[int, ...]]] = {}
+    # what a seat's text is compared with before it is credited: the prompt's
+    # examples, every earlier line of the game, and per seat the example will
+    # its prompt built from its results (less the engine's own result text)
+    copied: set[tuple[str, ...]] = shingles(example_texts(dict(names)))
+    example_will: dict[int, set[tuple[str, ...]]] = {s: set() for s in roles}
+    chosen_text: dict[tuple[int, int], str] = {}
+
+    def own(seat: int, text: str) -> bool:
+        return copied_share(text, copied | example_will[seat]) < COPIED_SHARE
 
     def enemy(seat: int, target: int) -> bool | None:
         return is_enemy(roles[seat], roles[target], target=target,
@@ -184,6 +212,7 @@ def seat_quality(events: Iterable[Any], roles: Mapping[int, str],
                 actor = next(iter((e.get("audience") or {}).get("players", ())), None)
             if isinstance(actor, int) and actor in roles:
                 night[(actor, day)] = (data["ability"], tuple(data["targets"]))
+                chosen_text[(actor, day)] = str(e.get("text", ""))
         elif key == "night.cancel":
             for s in (e.get("audience") or {}).get("players", ()):
                 night.pop((s, day), None)
@@ -205,9 +234,17 @@ def seat_quality(events: Iterable[Any], roles: Mapping[int, str],
                 if "visitor" in data:
                     wanted.add(names[data["visitor"]])
                 pending.append((seat, frozenset(wanted)))
+                # the example will's line for this result (prompting.results_lines)
+                m_chosen = _CHOSEN.search(chosen_text.get((seat, day), ""))
+                result = str(e.get("text", ""))
+                if m_chosen is not None:
+                    example_will[seat] |= (shingles([f"Night {day} {m_chosen.group(1)}: {result}"])
+                                           - shingles([result]))
+        elif key == "dawn.will":
+            copied |= shingles([str(data.get("will", ""))])
         elif key == "will.saved":
             seat = next(iter((e.get("audience") or {}).get("players", ())), None)
-            if seat in c:
+            if seat in c and own(seat, str(data.get("will", ""))):
                 use_results(seat, data.get("will", ""))
         elif key in CHAT_KEYS:
             author = data.get("author")
@@ -220,11 +257,13 @@ def seat_quality(events: Iterable[Any], roles: Mapping[int, str],
             if n in said[author]:
                 m["repeats"] += 1
             said[author].add(n)
-            if key in ("chat.public", "chat.whisper"):
+            mine = own(author, text)
+            copied |= shingles([text])
+            if key in ("chat.public", "chat.whisper") and mine:
                 use_results(author, text)
             if key == "chat.public":
                 m["speeches"] += 1
-                if _mentions(text, names, author) and REASON.search(text):
+                if mine and _mentions(text, names, author) and REASON.search(text):
                     m["reasoned"] += 1
                 for claim in claimed_roles(text):
                     m["role_claims"] += 1

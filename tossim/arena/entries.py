@@ -68,8 +68,10 @@ def resolve_entries(specs: list[str], catalogue_path: str | None = None) -> list
         except KeyError:
             raise ValueError(f"no entry {name!r} in the model catalogue (known: "
                              f"{', '.join(cat.names())})") from None
+        priced = e.priced  # no price in the catalogue: no cost figure ("-"), not 0
         out.append(ArenaEntry(label, name, e.backend, e.max_concurrency, e.rpm,
-                              e.price_prompt, e.price_completion))
+                              e.price_prompt if priced else None,
+                              e.price_completion if priced else None))
     labels = [e.label for e in out]
     if len(set(labels)) != len(labels):
         raise ValueError("two entries share a label: name them LABEL=ENTRY")

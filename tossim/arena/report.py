@@ -14,8 +14,12 @@ played the games. Per entry:
   orders of the games, see `openskill_ratings`);
 - survival (alive at the end), and the share of votes cast by its non-Mafia
   seats that went to a player who turned out to be Mafia;
-- malformed, fault, timeout and error rates; tokens; cost; seconds per
-  decision (measured by the actor around every seat alike) and per model turn.
+- malformed, fault, timeout and error rates; tokens; cost ("-" when the
+  entry has no price); seconds per decision (measured by the actor around
+  every seat alike) and per model turn. Timeouts and errors are counted per
+  turn from the stored turn records, as the seat metrics count them
+  (`agents.turn_records`), plus the decisions the actor gave up on (no
+  record): a seat that abstains on its own deadline is a timeout too.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tossim.agents.turn_records import abstentions
 from tossim.engine.roles import ROLES
 from tossim.engine.state import GameConfig
 from tossim.replay import rerun
@@ -68,6 +73,8 @@ class Tally:
     faults: int = 0
     timeouts: int = 0
     errors: int = 0
+    records: int = 0  # stored turn records (model seats)
+    decisions_unrecorded: int = 0  # decisions that timed out or failed in the actor
     seconds: float = 0.0
     turns: int = 0  # model turns (agent metrics)
     malformed: int = 0
@@ -121,6 +128,9 @@ async def arena_report(store: Store, arena_id: str, *,
         game = rerun(GameConfig.from_dict(row.config),
                      [c for _, _, c in await store.commands(g.game_id)])
         metrics = await store.metrics(g.game_id)
+        records: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for rec in await store.turns(g.game_id):
+            records[int(rec["slot"])].append(rec)
         winners = set(row.winners)
         mafia = {p.slot for p in game.players
                  if ROLES[p.original_role].faction.value == "mafia"}
@@ -150,6 +160,7 @@ async def arena_report(store: Store, arena_id: str, *,
             share[label][0] += 1
             share[label][1] += won
             _add_metrics(t, metrics.get(p.slot, {}), priced.get(label))
+            _add_records(t, records.get(p.slot, []))
         shares.append({lb: (n, w) for lb, (n, w) in share.items()})
     ratings = openskill_ratings(labels, shares)
     entries = []
@@ -157,6 +168,8 @@ async def arena_report(store: Store, arena_id: str, *,
         label = e["label"]
         t, r = tallies[label], ratings[label]
         turns = max(t.turns, 1)
+        # per turn where there are turn records; per decision for seats without
+        per_turn = t.records + t.decisions_unrecorded if t.records else t.decisions
         entries.append({
             "label": label, "entry": e["entry"], "backend": e["backend"],
             "games": len(t.games), "seats": t.seats, "wins": t.wins,
@@ -168,8 +181,8 @@ async def arena_report(store: Store, arena_id: str, *,
                             **_rate(t.mafia_votes, t.votes)},
             "decisions": t.decisions,
             "fault_rate": _ratio(t.faults, t.decisions), "faults": t.faults,
-            "timeout_rate": _ratio(t.timeouts, t.decisions), "timeouts": t.timeouts,
-            "error_rate": _ratio(t.errors, t.decisions), "errors": t.errors,
+            "timeout_rate": _ratio(t.timeouts, per_turn), "timeouts": t.timeouts,
+            "error_rate": _ratio(t.errors, per_turn), "errors": t.errors,
             "model_turns": t.turns, "malformed": t.malformed,
             "malformed_rate": _ratio(t.malformed, t.turns),
             "prompt_tokens": t.prompt_tokens, "completion_tokens": t.completion_tokens,
@@ -250,11 +263,23 @@ def _num(d: dict[str, Any], key: str) -> float:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
 
 
+def _add_records(t: Tally, records: list[dict[str, Any]]) -> None:
+    """A seat's stored turns: each abstention on a timeout or an error is
+    counted as the seat's metrics count it (`turn_records.abstention`)."""
+    t.records += len(records)
+    counted = abstentions(records)
+    t.timeouts += counted["timeout"]
+    t.errors += counted["error"]
+
+
 def _add_metrics(t: Tally, data: dict[str, Any], entry: Any) -> None:
     t.decisions += int(_num(data, "decisions"))
     t.faults += int(_num(data, "faults"))
-    t.timeouts += int(_num(data, "timeouts"))
-    t.errors += int(_num(data, "errors"))
+    # decisions the actor gave up on: no turn record was stored for them
+    lost_timeouts, lost_errors = int(_num(data, "timeouts")), int(_num(data, "errors"))
+    t.timeouts += lost_timeouts
+    t.errors += lost_errors
+    t.decisions_unrecorded += lost_timeouts + lost_errors
     t.seconds += _num(data, "seconds")
     agent = data.get("agent")
     if not isinstance(agent, dict):
@@ -270,7 +295,7 @@ def _add_metrics(t: Tally, data: dict[str, Any], entry: Any) -> None:
     t.prompt_tokens += prompt
     t.completion_tokens += completion
     t.cached_tokens += int(_num(agent, "cached_tokens"))
-    if "cost_usd" in agent:  # the chat backend prices each call itself
+    if agent.get("cost_usd") is not None:  # the chat backend prices each call itself
         t.cost_usd += _num(agent, "cost_usd")
         t.priced = True
     elif entry is not None and (cost := entry.cost(prompt, completion)) is not None:

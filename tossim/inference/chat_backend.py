@@ -397,7 +397,8 @@ class ChatBackend:
         out.update({"entry": self.entry.name, "constraint": self.mode,
                     "probe": dict(self.probe_report),
                     "cost_usd": round(self.entry.cost(self.stats.prompt_tokens,
-                                                      self.stats.completion_tokens), 6)})
+                                                      self.stats.completion_tokens), 6)
+                    if self.entry.priced else None})
         return out
 
     async def close(self) -> None:

@@ -244,14 +244,19 @@ class Worker:
         finally:
             seat.on_step = None
         turn = AgentMetrics()
-        if seat.metrics.turns > turns and seat.last is not None:
-            turn.add(seat.last)
+        played = seat.metrics.turns - turns  # one turn, two after a will or speech
+        results = getattr(seat, "results", None)  # a seat may keep only its last turn
+        if played > 0:
+            recent = results[-played:] if results is not None else [seat.last]
+            for result in recent:
+                if result is not None:
+                    turn.add(result)
         self.decisions += 1
         reply: dict[str, Any] = {"type": "decided", "commands": [c.to_dict() for c in commands],
                                  "turn": vars(turn)}
-        if len(seat.turn_log) > logged:  # the turn as the server stores it (`seat_turns`)
-            record = seat.turn_log[-1]
-            reply["record"] = {k: record.get(k) for k in TURN_KEYS}
+        if len(seat.turn_log) > logged:  # the turns as the server stores them (`seat_turns`)
+            reply["records"] = [{k: record.get(k) for k in TURN_KEYS}
+                                for record in seat.turn_log[logged:]]
         return reply
 
     def make_seat(self, message: dict[str, Any], summaries: dict[int, str]) -> LLMSeat:

@@ -31,10 +31,11 @@ has one, travels in the hello, never in the URL):
                                     turn (LLMSeat.on_step's dicts, no prompt):
                                       {"type": "step", "id", "index", "step"}
                                     worker: {"type": "decided", "id", "commands",
-                                      "turn" (metrics), "record" (the turn as
-                                      LLMSeat.turn_log has it: day, phase,
-                                      phase_seq, version, prompt, output, steps,
-                                      action, tokens)}
+                                      "turn" (metrics), "records" (the turns of
+                                      this decision as LLMSeat.turn_log has them:
+                                      day, phase, phase_seq, version, prompt,
+                                      output, steps, action, tokens; "record",
+                                      one turn, is also read)}
     server: {"type": "summarize", "id", "game", "backend", "day", "seed", "view"}
                                     worker: {"type": "summary", "id", "text",
                                       "fallback" (true: extractive, the model failed)}
@@ -648,7 +649,9 @@ class RemoteSeat:
                 continue  # the game moves to another worker
             self.link_id = link.id
             commands = self._commands(reply, link)
-            self._record(reply.get("record"), link)
+            records = reply.get("records")
+            for record in records if isinstance(records, list) else [reply.get("record")]:
+                self._record(record, link)
             return commands
 
     def _step(self, step: dict[str, Any]) -> None:

@@ -1,0 +1,85 @@
+"""A will, a note or a chat line never uses up the phase's action
+(docs/agents.md, "The phase's action"): the runner asks a seat once per
+phase, so the seat gets a second turn for its vote or night ability."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tossim.agents.llm_seat import LLMSeat
+from tossim.agents.loop import LoopConfig, ToolLoop
+from tossim.engine import GameConfig, Viewer, apply, new_game, view
+from tossim.engine.commands import Chat, NightAction, PhaseTimeout, Vote, WriteWill
+from tossim.engine.state import Game
+
+from .fake_backend import ScriptedBackend
+from .support import DAY3_ROLES, day3_investigator
+
+CFG = LoopConfig(max_tool_calls=2, action_tokens=60, turn_tokens=400)
+
+
+def night1() -> Game:
+    g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
+    apply(g, PhaseTimeout(g.phase_seq))  # Day 1 -> Night 1
+    assert g.phase.value == "night"
+    return g
+
+
+def test_a_will_written_at_night_is_followed_by_the_night_ability() -> None:
+    g = night1()
+    backend = ScriptedBackend(["<thinking>Will first.</thinking>",
+                               "<will>I am the Investigator. Nothing checked yet.</will>",
+                               "<thinking>Now check someone.</thinking>",
+                               "<night>Player 4</night>"])
+    seat = LLMSeat(7, ToolLoop(backend, CFG))
+    cmds = asyncio.run(seat.decide(view(g, Viewer.player(7))))
+    assert cmds == [WriteWill(7, "I am the Investigator. Nothing checked yet."),
+                    NightAction(7, (4,))]
+    # the second turn offered only the night ability (or waiting)
+    action_regex = backend.requests[-1].regex or ""
+    assert "<night>" in action_regex and "<will>" not in action_regex
+    assert 'Your last will: "I am the Investigator. Nothing checked yet."' in \
+        seat.turn_log[-1]["prompt"]
+    for cmd in cmds:  # the engine takes both
+        apply(g, cmd)
+    assert g.player(7).will == "I am the Investigator. Nothing checked yet."
+    assert seat.metrics.turns == 2 and len(seat.turn_log) == 2
+
+
+def test_a_speech_in_voting_is_followed_by_a_vote() -> None:
+    t = day3_investigator()
+    g = t.game
+    backend = ScriptedBackend(["<thinking>Speak.</thinking>",
+                               "<speak>Player 4 lied about the Doctor, vote them.</speak>",
+                               "<thinking>Vote.</thinking>", "<vote>Player 4</vote>"])
+    seat = LLMSeat(7, ToolLoop(backend, CFG))
+    cmds = asyncio.run(seat.decide(view(g, Viewer.player(7))))
+    assert cmds == [Chat(7, "Player 4 lied about the Doctor, vote them."), Vote(7, 4)]
+
+
+def test_no_second_turn_once_the_phase_action_is_taken() -> None:
+    t = day3_investigator()
+    g = t.game
+    apply(g, Vote(7, 4))
+    backend = ScriptedBackend(["<thinking>Speak.</thinking>",
+                               "<speak>Player 4 lied about the Doctor, vote them.</speak>"])
+    seat = LLMSeat(7, ToolLoop(backend, CFG))
+    cmds = asyncio.run(seat.decide(view(g, Viewer.player(7))))
+    assert cmds == [Chat(7, "Player 4 lied about the Doctor, vote them.")]
+    assert backend.outputs == [] and seat.metrics.turns == 1
+
+
+def test_a_will_may_be_the_example_will_but_a_speech_may_not_copy_it() -> None:
+    """A will that writes down the seat's results is what a will is for: the
+    guard lets the example will through (the play-quality figures do not
+    credit it); a speech that copies it is refused."""
+    from tossim.agents.lines import guard_action
+    from tossim.agents.loop import prompt_text
+    from tossim.agents.prompting import build_messages, will_example
+
+    memory = day3_investigator().memories[7]
+    will = will_example(memory)
+    assert "Night 2 investigate Player 2" in will
+    prompt = prompt_text(build_messages(memory))
+    assert guard_action(memory, "will", {"text": will}, prompt=prompt) is None
+    assert guard_action(memory, "speak", {"text": will}, prompt=prompt) is not None

@@ -1,0 +1,46 @@
+"""Reading a model seat's turn records (`LLMSeat.turn_log`, `ChatSeat.turn_log`,
+the server's `seat_turns`): the one place that says which turns were
+abstentions and why, so the seat metrics and the arena report count the
+same turns the same way (docs/agents.md, "Metrics")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+TIMEOUT_KINDS = frozenset({"timeout", "deadline"})
+
+
+def abstention(record: Mapping[str, Any]) -> str | None:
+    """"timeout" or "error" when the turn ended without an action because a
+    request failed (a fault step of kind "error" whose text names the error
+    kind), else None (an action, or a wait the seat chose)."""
+    action = record.get("action")
+    if action not in (None, "wait"):
+        return None
+    for step in record.get("steps") or ():
+        if isinstance(step, Mapping) and step.get("kind") == "fault" \
+                and step.get("fault") == "error":
+            return "timeout" if step.get("text") in TIMEOUT_KINDS else "error"
+    return None
+
+
+def abstentions(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many of the records were abstentions, by kind ("timeout", "error")."""
+    out = {"timeout": 0, "error": 0}
+    for r in records:
+        kind = abstention(r)
+        if kind is not None:
+            out[kind] += 1
+    return out
+
+
+def seat_records(seats: Mapping[int, Any]) -> list[dict[str, Any]]:
+    """Every turn record of a match's model seats, by seat then turn, in the
+    shape the server stores them (`Store.turns`: slot, seq from 1, day,
+    phase and the record), for `tossim play --metrics`."""
+    out: list[dict[str, Any]] = []
+    for slot, seat in sorted(seats.items()):
+        for seq, record in enumerate(getattr(seat, "turn_log", ()), start=1):
+            out.append({**record, "slot": slot, "seq": seq})
+    return out
