@@ -146,23 +146,27 @@ def test_json_protocol_moves() -> None:
 def test_a_free_text_seat_still_writes_free_text() -> None:
     t = day3_investigator()
     backend = ScriptedBackend(["<thinking>Say it.</thinking>",
-                               "<speak>Player 4 is lying about the Doctor.</speak>"])
+                               "<speak>Player 4 is lying about the Doctor.</speak>",
+                               # the vote is still open: a second turn for it
+                               "<thinking>Now vote.</thinking>", "<wait></wait>"])
     seat = seat_from_spec({"speech": "free"}, 7, 3, backend)
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
     assert cmds == [Chat(7, "Player 4 is lying about the Doctor.")]
-    assert seat.turn_log[-1]["move"] is None
+    assert seat.turn_log[0]["move"] is None
     # the free-text grammar still offers a whisper and free speech
-    assert "whisper" in (backend.requests[-1].regex or "")
+    assert "whisper" in (backend.requests[1].regex or "")
 
 
 def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     t = day3_investigator()
     backend = ScriptedBackend(["<thinking>Ask.</thinking>",
-                               "<speak>ask Player 5 about vote</speak>"])
+                               "<speak>ask Player 5 about vote</speak>",
+                               # the vote is still open: a second turn for it
+                               "<thinking>Wait for the answer.</thinking>", "<wait></wait>"])
     seat = LLMSeat(7, ToolLoop(backend, MOVES))
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
     assert cmds == [Chat(7, "Player 5, who are you voting for today?")]
-    assert seat.turn_log[-1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
+    assert seat.turn_log[0]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
     assert seat.metrics_dict()["moves"] == {"ask": 1}
 
 

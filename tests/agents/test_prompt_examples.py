@@ -24,21 +24,21 @@ def test_examples_name_living_players_other_than_the_seat() -> None:
     living = {p["name"] for p in m.roster if p["alive"]} - {"Player 7"}
     speeches = set()
     for seed in range(30):
-        lines = action_lines(m, "xml", seed)
+        lines = action_lines(m, "xml", seed=seed)
         speech = _speak_line(lines)
         speeches.add(speech)
         example = speech.split(" - ", 1)[0]
         assert set(_NAMED.findall(example)) <= living, example
         assert "Player 7" not in " ".join(line.split(" - ", 1)[0] for line in lines)
     assert len(speeches) > 5  # differs per turn: a copy shows
-    assert action_lines(m, "xml", 4) == action_lines(m, "xml", 4)  # seeded
+    assert action_lines(m, "xml", seed=4) == action_lines(m, "xml", seed=4)  # seeded
 
 
 def test_a_speech_example_without_targets_still_names_a_living_player() -> None:
     # the old example named the literal "Player 1" whenever an action had no targets
     m = day3_investigator().memories[1]
     for seed in range(10):
-        example = _speak_line(action_lines(m, "xml", seed)).split(" - ", 1)[0]
+        example = _speak_line(action_lines(m, "xml", seed=seed)).split(" - ", 1)[0]
         assert "Player 1" not in example and "Player 3" not in example
 
 

@@ -240,7 +240,7 @@ def will_example(memory: SeatMemory) -> str:
                                             for line in results_lines(memory)[-2:])])
 
 
-def action_lines(memory: SeatMemory, protocol: str = "xml", speech: str = "free",
+def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "free",
                  seed: int = 0) -> list[str]:
     """The final actions available now, each with an example in real words
     (a real name, a real sentence) and its allowed arguments; `seed` (the
@@ -343,7 +343,7 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
                    results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
-                   actions=action_lines(memory, protocol, speech, seed))
+                   actions=action_lines(memory, protocol, speech=speech, seed=seed))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
