@@ -1350,7 +1350,7 @@ def test_every_page_fits_a_phone(browser: Any, server: Server, shots: Path) -> N
                  "lobby": f"/#/lobby/{lobby['id']}", "watch": f"/#/watch/{gid}?viewer=public",
                  "no-seat": f"/#/play/{gid}"}
         ready = {"home": tid("create-seat-7"), "rules": "[data-testid=doc-rules] h1",
-                 "roles": "[data-testid=doc-roles] table", "lobby": tid("lobby-seat-row-7"),
+                 "roles": tid("roles-page"), "lobby": tid("lobby-seat-row-7"),
                  "watch": f"{tid('event-log')} > li", "no-seat": tid("no-seat")}
         for name, path in pages.items():
             pg.goto(server.base + path)

