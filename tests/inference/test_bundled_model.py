@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 
 import pytest
 
@@ -40,8 +41,9 @@ def test_bundled_model_plays_a_full_day_with_legal_actions() -> None:
 
 
 def test_bundled_model_calls_several_tools_inside_one_thought() -> None:
-    """One turn of seed 003's Investigator on Day 3: the thought is
-    interrupted at each tool's closing tag and resumed after the observation.
+    """One turn of the Investigator of docs/agents.md's Day 3 example: the
+    thought is interrupted at each tool's closing tag and resumed after the
+    observation.
     The grammar steers (the thought may not close before two tool calls); the
     tools, their arguments and the text are the model's own output."""
     import sys
@@ -59,9 +61,12 @@ def test_bundled_model_calls_several_tools_inside_one_thought() -> None:
         r = asyncio.run(ToolLoop(backend, cfg).run_turn(m, key="bundled-tools", seed=3))
     finally:
         asyncio.run(backend.close())
-    tools = [s for s in r.steps if s["kind"] == "tool"]
-    assert len(tools) >= 2, r.transcript
-    assert r.transcript.count("<thinking>") == 1
-    assert r.transcript.split("</thinking>")[0].count("<observation>") == len(tools)
+    # the first thought: every call the model made is answered inside it, right
+    # after the call's closing tag (a tool's observation, or the refusal of a
+    # call it had already made: a small model often repeats one)
+    first = r.transcript.split("</thinking>")[0]
+    assert first.count("<thinking>") == 1
+    answered = re.findall(r"</[a-z_]+>\n<observation>", first)
+    assert len(answered) >= 2 and len(answered) == first.count("<observation>"), first
     assert r.steps[-1]["kind"] == "action" and r.stats.malformed == 0
     print(r.transcript)
