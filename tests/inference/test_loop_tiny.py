@@ -196,14 +196,18 @@ def test_summary_is_model_written_and_shown_on_day_2(backend: LocalBackend) -> N
         GameConfig(players=7, seed=5), backend,
         loop_config=LoopConfig(think_budget={}, think_tokens=8, action_tokens=16),
         rounds={}, max_days=2))
-    assert match.summary_stats.model >= 1 and match.summary_stats.fallback == 0
-    assert match.metrics()["summary_stats"]["fallback_rate"] == 0.0
+    # the random model's summaries are gibberish the text guard refuses: each
+    # is replaced by the extractive one (counted), never lost
+    stats = match.summary_stats
+    assert stats.model + stats.fallback >= 1 and stats.fallback == stats.degenerate
+    assert match.metrics()["summary_stats"]["fallback_rate"] == stats.fallback / (
+        stats.model + stats.fallback)
     day2 = [entry for seat in match.seats.values() for entry in seat.turn_log
             if entry["day"] == 2]
     assert day2 and all(f"- Day 1: {match.result.summaries[1][:20]}" in e["prompt"]
                         for e in day2)
     entry = day2[0]
-    assert set(entry) == {"day", "phase", "prompt", "output", "steps", "action", "tokens"}
+    assert {"day", "phase", "prompt", "output", "steps", "action", "tokens"} <= set(entry)
     assert set(entry["tokens"]) == {"prompt", "generated", "cached"}
 
 
