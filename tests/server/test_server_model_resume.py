@@ -144,7 +144,7 @@ async def test_a_worker_that_takes_a_seat_over_plays_the_same_player() -> None:
     first = await Worker("http://127.0.0.1:9", "local", backend).decide(message)
     seeds_before = list(backend.seeds[f"g1:{SEAT}"])
     other = Worker("http://127.0.0.1:9", "local", backend)
-    await other.decide({**message, "history": history([first["record"]])})
+    await other.decide({**message, "history": history(first["records"])})
     seat = other.seats[("g1", SEAT)]
     assert seat.metrics.turns == 2
     assert [n.text for n in seat.memory.notes] == [NOTE, NOTE]
