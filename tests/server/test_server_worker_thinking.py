@@ -61,7 +61,7 @@ class ThinkingSeat:
         if self.on_step is not None:
             self.on_step(self.slot, step)
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         await self.gate.wait()
         steps: list[dict[str, Any]] = []
         self._step({"kind": "thinking", "text": f"Day {obs.day}: who is lying?",
