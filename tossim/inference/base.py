@@ -75,6 +75,23 @@ class Tokenizer(Protocol):
         ...
 
 
+def hits_stop(tokenizer: Tokenizer, ids: Sequence[int], stop: Sequence[str]) -> bool:
+    """Whether the generated IDs' tail already holds a stop string (checked
+    on the last 16 tokens' text: a stop string is a few tokens long)."""
+    tail = tokenizer.decode(list(ids[-16:]))
+    return any(x in tail for x in stop)
+
+
+def cut_at_stop(tokenizer: Tokenizer, ids: Sequence[int], stop: Sequence[str]) -> list[int]:
+    """Generated IDs up to and including the first stop string (all of them
+    when none is there)."""
+    for k in range(1, len(ids) + 1):
+        text = tokenizer.decode(list(ids[:k]))
+        if any(x in text for x in stop):
+            return list(ids[:k])
+    return list(ids)
+
+
 class HFTokenizer:
     """A transformers tokenizer (used by the local and vLLM backends, and by
     the OpenAI backend when the model's tokenizer is available locally)."""

@@ -50,6 +50,8 @@ from tossim.inference.base import (
     BackendUnavailable,
     GenerationRequest,
     GenerationResult,
+    cut_at_stop,
+    hits_stop,
 )
 from tossim.inference.bundled import BUNDLED, DEFAULT_BUNDLED, gguf_file
 
@@ -453,16 +455,10 @@ class LlamaBackend(Backend):
             self._feed([tok])
 
     def _hits_stop(self, ids: list[int], stop: Sequence[str]) -> bool:
-        tail = self.tokenizer.decode(ids[-16:])
-        return any(x in tail for x in stop)
+        return hits_stop(self.tokenizer, ids, stop)
 
     def _cut_stop(self, ids: list[int], stop: Sequence[str]) -> list[int]:
-        """Generated IDs up to and including the first stop string."""
-        for k in range(1, len(ids) + 1):
-            text = self.tokenizer.decode(ids[:k])
-            if any(x in text for x in stop):
-                return ids[:k]
-        return ids
+        return cut_at_stop(self.tokenizer, ids, stop)
 
 
 def _sample(np: Any, rng: Any, logits: Any, temperature: float, top_p: float) -> int:

@@ -41,7 +41,9 @@ from tossim.inference.base import (
     GenerationResult,
     HFTokenizer,
     cpu_threads,
+    cut_at_stop,
     deadline_result,
+    hits_stop,
     seconds_left,
 )
 from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
@@ -275,16 +277,10 @@ class LocalBackend(Backend):
         return allocate_token_bitmask(self.vocab_size)
 
     def _hits_stop(self, ids: list[int], stop: Sequence[str]) -> bool:
-        tail = self.tokenizer.decode(ids[-16:])
-        return any(x in tail for x in stop)
+        return hits_stop(self.tokenizer, ids, stop)
 
     def _cut_stop(self, ids: list[int], stop: Sequence[str]) -> list[int]:
-        """Generated IDs up to and including the first stop string."""
-        for k in range(1, len(ids) + 1):
-            text = self.tokenizer.decode(ids[:k])
-            if any(x in text for x in stop):
-                return ids[:k]
-        return ids
+        return cut_at_stop(self.tokenizer, ids, stop)
 
     def shutdown(self, timeout: float = 60.0) -> None:
         """Stop the scheduler thread and wait for it (blocking; `close` is the
