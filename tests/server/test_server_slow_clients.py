@@ -27,6 +27,21 @@ async def trickle(writer: asyncio.StreamWriter, chunks: list[bytes], every: floa
             await asyncio.sleep(every)
 
 
+async def answer_to(server: Server, head: bytes = b"", chunks: list[bytes] | None = None,
+                    every: float = 0.0) -> bytes:
+    """Open a raw connection, send `head` at once and then `chunks` one every
+    `every` seconds (a slow client), and return all the server sends until it
+    closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(head)
+    slow = asyncio.create_task(trickle(writer, chunks or [], every))
+    try:
+        return await read_until_closed(reader)
+    finally:
+        slow.cancel()
+        writer.close()
+
+
 async def lobbies(server: Server) -> int:
     """How many lobbies the store holds (the database may be shared)."""
     return len(await server.store.list_games(status="lobby", limit=1_000_000))
@@ -51,56 +66,33 @@ async def test_lobby_creation_is_rate_limited_per_client(server_factory: ServerF
 
 async def test_slow_headers_are_cut_off(server_factory: ServerFactory) -> None:
     server = await server_factory(header_timeout_s=0.5)
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     # a slowloris: a header line now and then, never the blank line that ends them
     lines = [b"GET /api/health HTTP/1.1\r\nHost: x\r\n"] + [
         f"X-Slow-{i}: {i}\r\n".encode() for i in range(1000)]
-    slow = asyncio.create_task(trickle(writer, lines, 0.1))
-    try:
-        answer = await read_until_closed(reader)
-    finally:
-        slow.cancel()
-        writer.close()
+    answer = await answer_to(server, chunks=lines, every=0.1)
     assert answer.startswith(b"HTTP/1.1 408 "), answer
     assert answer.endswith(b"the request headers did not arrive within 0.5 s")
 
 
 async def test_a_silent_connection_is_cut_off(server_factory: ServerFactory) -> None:
     server = await server_factory(header_timeout_s=0.5)
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    try:
-        answer = await read_until_closed(reader)
-    finally:
-        writer.close()
+    answer = await answer_to(server)
     assert answer.startswith(b"HTTP/1.1 408 "), answer
 
 
 async def test_a_slow_body_is_cut_off(server_factory: ServerFactory) -> None:
     server = await server_factory(body_timeout_s=0.5)
     before = await lobbies(server)
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     body = b'{"players": 7}'
-    writer.write(b"POST /api/lobbies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
-    slow = asyncio.create_task(trickle(writer, [bytes([b]) for b in body], 0.2))
-    try:
-        answer = await read_until_closed(reader)
-    finally:
-        slow.cancel()
-        writer.close()
+    head = (b"POST /api/lobbies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n")
+    answer = await answer_to(server, head + b"\r\n", [bytes([b]) for b in body], 0.2)
     assert answer.startswith(b"HTTP/1.1 408 "), answer
     assert answer.endswith(b"the request body did not arrive within 0.5 s")
     # nothing was created
     assert await lobbies(server) == before
     # a whole request in time is answered as usual
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    writer.write(b"POST /api/lobbies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
-                 + b"\r\n\r\n" + body)
-    try:
-        answer = await read_until_closed(reader)
-    finally:
-        writer.close()
+    answer = await answer_to(server, head + b"Connection: close\r\n\r\n" + body)
     assert answer.startswith(b"HTTP/1.1 201 "), answer
 
 
