@@ -467,9 +467,20 @@ class ScriptedBot:
             others = sorted(self.alive - {self.slot})
             if others:
                 other = self._name(self.rng.choice(others))
-                out += self._say(talk.day1_opener(self.rng, self._name(self.slot), other))
+                said = {self._shape(t) for t in self.lines_heard}
+                fresh = [t for t in talk.day1_openers(self._name(self.slot), other)
+                         if self._shape(t) not in said]
+                if fresh:  # the same words with another name read like a script
+                    out += self._say(self.rng.choice(fresh))
         out += self._jail(obs)
         return out
+
+    def _shape(self, text: str) -> str:
+        """A line with the players' names taken out (two lines of one shape
+        differ only in whom they name)."""
+        for name in self.names:
+            text = text.replace(name, "#")
+        return text
 
     def _say(self, text: str, channel: str = "public") -> list[Command]:
         """A public line, unless someone already said exactly that in this

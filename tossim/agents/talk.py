@@ -217,15 +217,17 @@ def _cap(text: str) -> str:
 
 # ---- more of a day: openers, votes, trials ---------------------------------------------
 
-def day1_opener(rng: random.Random, me: str, other: str) -> str:
-    """A Day 1 word (nobody knows anything yet); names a player so two
-    openers of one game rarely read the same."""
-    return pick(rng, (f"Hi all. {other}, how is your night looking?",
-                      f"Good luck everyone. I will keep notes on who claims what, {other}.",
-                      f"Morning, town. Let's keep it calm today, {other} included.",
-                      f"{me} here. I will share what I learn when it matters.",
-                      f"Hello {other}. Let's watch the votes closely this game.",
-                      f"Quiet start. {other}, anything on your mind?"))
+def day1_openers(me: str, other: str) -> tuple[str, ...]:
+    """Day 1 words (nobody knows anything yet), each naming a player; a bot
+    says one nobody has said in this game yet, names aside."""
+    return (f"Hi all. {other}, how is your night looking?",
+            f"Good luck everyone. I will keep notes on who claims what, {other}.",
+            f"Morning, town. Let's keep it calm today, {other} included.",
+            f"{me} here. I will share what I learn when it matters.",
+            f"Hello {other}. Let's watch the votes closely this game.",
+            f"Quiet start. {other}, anything on your mind?",
+            f"First day, {other}. No claims yet, please.",
+            f"Let's not lynch blind today, {other}.")
 
 
 def vote_reason(rng: random.Random, name: str, reason: str | None) -> str:
