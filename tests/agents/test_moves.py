@@ -33,7 +33,7 @@ from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
 from tossim.catalogue import CatalogueError, ModelEntry, parse_catalogue
 from tossim.engine import Chat, Command, GameConfig, View, Viewer, view
-from tossim.engine.commands import WriteDeathNote, WriteWill
+from tossim.engine.commands import Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
 
 from .fake_backend import ScriptedBackend
@@ -159,15 +159,22 @@ def test_a_free_text_seat_still_writes_free_text() -> None:
 
 def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     t = day3_investigator()
-    backend = ScriptedBackend(["<thinking>Ask.</thinking>",
-                               "<speak>ask Player 5 about vote</speak>",
-                               # the vote is still open: a second turn for it
-                               "<thinking>Wait for the answer.</thinking>", "<wait></wait>"])
+    # a structured seat (it may not abstain) votes first, then speaks
+    backend = ScriptedBackend(["<thinking>Player 5 then.</thinking>", "<vote>Player 5</vote>",
+                               "<thinking>Ask.</thinking>",
+                               "<speak>ask Player 5 about vote</speak>"])
     seat = LLMSeat(7, ToolLoop(backend, MOVES))
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
-    assert cmds == [Chat(7, "Player 5, who are you voting for today?")]
-    assert seat.turn_log[0]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
+    assert cmds == [Vote(7, 5), Chat(7, "Player 5, who are you voting for today?")]
+    assert seat.turn_log[0]["move"] is None
+    assert seat.turn_log[1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
     assert seat.metrics_dict()["moves"] == {"ask": 1}
+    # its vote turn offered neither `wait` nor speech; the next turn offered `wait`
+    vote_turn, side_turn = backend.requests[1].regex, backend.requests[-1].regex
+    assert "<wait>" not in vote_turn and "<speak>" not in vote_turn
+    assert "<wait>" in side_turn and "<vote>" not in side_turn
+    assert seat.metrics_dict()["offered"] == {"vote": 1}
+    assert seat.metrics_dict()["act_rate"] == {"vote": 1.0}
 
 
 def test_seat_metrics_count_claims_lies_and_accusations() -> None:
@@ -180,7 +187,7 @@ def test_seat_metrics_count_claims_lies_and_accusations() -> None:
         metrics.add(run(["<thinking>Go.</thinking>", out]))
     assert metrics.to_dict()["moves"] == {"accuse": 1, "claim": 2, "false_claim": 1,
                                           "lie": 1, "report": 1}
-    again = AgentMetrics.from_fields(dict(vars(metrics)))  # as a worker reports them
+    again = AgentMetrics.from_fields(metrics.fields())  # as a worker reports them
     assert again.moves == metrics.moves
 
 
@@ -334,3 +341,19 @@ def test_a_long_will_keeps_the_newest_results_within_the_limit() -> None:
     lines = text.split("\n")
     assert lines[0] == "I am the Investigator." and lines[-1].startswith("N8: ")
     assert all(line.endswith("Mafioso.") for line in lines[1:])  # whole lines only
+
+
+def test_a_structured_seat_short_of_time_votes_and_keeps_quiet() -> None:
+    """With less than `SIDE_TURN_MIN_S` of the decision left after its vote,
+    an act-first seat plays no second turn (no wait counted as a miss)."""
+    import time
+
+    from tossim.agents.llm_seat import SIDE_TURN_MIN_S
+
+    t = day3_investigator()
+    backend = ScriptedBackend(["<thinking>Player 5.</thinking>", "<vote>Player 5</vote>"])
+    seat = LLMSeat(7, ToolLoop(backend, MOVES))
+    deadline = time.monotonic() + SIDE_TURN_MIN_S / 2
+    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0), deadline))
+    assert cmds == [Vote(7, 5)]
+    assert seat.metrics_dict()["turns"] == 1 and seat.metrics_dict()["misses"] == 0

@@ -70,8 +70,8 @@ def test_turn_metrics_from_another_process() -> None:
     one = AgentMetrics(turns=1, actions={"vote": 1}, tool_calls=2, generated_tokens=40,
                        faults={"premise": 1}, seconds=1.5, max_seconds=1.5)
     total = AgentMetrics()
-    total.merge(AgentMetrics.from_fields(json.loads(json.dumps(vars(one)))))
-    total.merge(AgentMetrics.from_fields(vars(one)))
+    total.merge(AgentMetrics.from_fields(json.loads(json.dumps(one.fields()))))
+    total.merge(AgentMetrics.from_fields(one.fields()))
     assert total.to_dict()["turns"] == 2 and total.actions == {"vote": 2}
     assert total.faults == {"premise": 2} and total.tool_calls == 4
     for bad in (None, [1], {"turns": "many"}, {"turns": -1}, {"turns": True},

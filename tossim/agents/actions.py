@@ -57,10 +57,12 @@ def attr_name(name: str) -> str:
     return escape_text(name).replace('"', "'")
 
 
-def final_tags(legal: Sequence[LegalAction]) -> list[str]:
-    """The final action tags available now, `wait` always included."""
+def final_tags(legal: Sequence[LegalAction], wait: bool = True) -> list[str]:
+    """The final action tags available now; `wait` unless `wait=False` (a
+    seat that acts while its phase's action is open, `may_wait`)."""
     kinds = {a.kind for a in legal}
-    return [tag for tag, kind in FINAL_ACTIONS.items() if kind is None or kind in kinds]
+    return [tag for tag, kind in FINAL_ACTIONS.items()
+            if kind in kinds or (kind is None and wait)]
 
 
 SIDE_TAGS = frozenset({"speak", "whisper", "will", "death_note"})
@@ -70,11 +72,26 @@ PHASE_KINDS = ("vote", "judge", "night")
 _DONE = {"vote": "vote", "judge": "verdict", "night": "night_action"}
 
 
+def open_phase_actions(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> list[str]:
+    """The kinds of phase action ("vote", "judge", "night") legal now and not
+    yet taken by the seat (its View's `you`)."""
+    return [a.kind for a in legal
+            if a.kind in PHASE_KINDS and you.get(_DONE[a.kind]) in (None, "", [], ())]
+
+
 def phase_action_left(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> bool:
     """Is the phase's action (a vote, a verdict, a night ability) legal now
-    and not yet taken by the seat (its View's `you`)?"""
-    return any(a.kind in PHASE_KINDS and you.get(_DONE[a.kind]) in (None, "", [], ())
-               for a in legal)
+    and not yet taken by the seat?"""
+    return bool(open_phase_actions(legal, you))
+
+
+def may_wait(legal: Sequence[LegalAction], you: Mapping[str, Any], abstain: bool) -> bool:
+    """Whether a seat is offered `wait` this turn. A seat that may abstain
+    always is; one that may not (`LoopConfig.abstain`, the structured-move
+    seats of small models) is offered it only while no phase action (a vote,
+    a verdict, a night ability) is open to it, so it votes in every Voting
+    and uses its ability every night (docs/agents.md, "The phase's action")."""
+    return abstain or not phase_action_left(legal, you)
 
 
 def phase_actions_only(legal: Sequence[LegalAction]) -> list[LegalAction]:

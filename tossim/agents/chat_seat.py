@@ -179,7 +179,7 @@ class ChatSeat:
         if not self.memory.legal:
             self.memory.end_turn()
             return []
-        return await play_phase(self.memory, lambda: self._played(deadline))
+        return await play_phase(self.memory, lambda: self._played(deadline), self.metrics)
 
     async def _played(self, deadline: float | None) -> Command | None:
         result = await self._turn(deadline)

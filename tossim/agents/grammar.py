@@ -76,10 +76,11 @@ def default_tool_options(tools: Sequence[str] | ToolOptions,
 
 def turn_choices(legal: Sequence[LegalAction], names: Mapping[int, str],
                  tools: Sequence[str] | ToolOptions = (),
-                 allow_tools: bool = True) -> list[Choice]:
+                 allow_tools: bool = True, wait: bool = True) -> list[Choice]:
     """Every tag allowed this turn: tools first (if allowed), then final actions.
     `tools` is a list of tool names or a mapping name -> allowed argument
-    strings ([] no argument, None free text), e.g. `tools.tool_options(memory)`."""
+    strings ([] no argument, None free text), e.g. `tools.tool_options(memory)`;
+    `wait=False` leaves `wait` out (`actions.may_wait`)."""
     out: list[Choice] = []
     if allow_tools:
         for name, opts in default_tool_options(tools, names).items():
@@ -90,7 +91,7 @@ def turn_choices(legal: Sequence[LegalAction], names: Mapping[int, str],
             else:
                 out.append(Choice(name, "tool", "options", tuple(opts)))
     by_kind = {a.kind: a for a in legal}
-    for tag in final_tags(legal):
+    for tag in final_tags(legal, wait):
         if tag == "speak":
             out.append(Choice(tag, "final", "text"))
         elif tag == "whisper":
@@ -253,13 +254,13 @@ def choice_regex(c: Choice, protocol: str = "xml") -> str:
 
 def turn_regex(legal: Sequence[LegalAction], names: Mapping[int, str],
                tools: Sequence[str] | ToolOptions = (), allow_tools: bool = True,
-               think: bool = True, protocol: str = "xml") -> str:
+               think: bool = True, protocol: str = "xml", wait: bool = True) -> str:
     """One segment: `<thinking>FREE</thinking>` then exactly one allowed tag
     (JSON: `{"thought": "…", "action": …, "args": …}`). `think=False` gives
     only what follows the thought (the loop closed a thought cut off by
     `max_tokens` itself)."""
     alts = "|".join(choice_regex(c, protocol)
-                    for c in turn_choices(legal, names, tools, allow_tools))
+                    for c in turn_choices(legal, names, tools, allow_tools, wait))
     head = parts_regex(thought_parts(protocol), protocol) if think else ""
     return f"{head}(?:{alts})"
 
@@ -401,11 +402,11 @@ def _arg_schema(c: Choice) -> dict[str, Any]:
 
 def turn_json_schema(legal: Sequence[LegalAction], names: Mapping[int, str],
                      tools: Sequence[str] | ToolOptions = (),
-                     allow_tools: bool = True) -> dict[str, Any]:
+                     allow_tools: bool = True, wait: bool = True) -> dict[str, Any]:
     """The JSON protocol's schema: {"thought", "action", "args"}, one branch
     per allowed tool or final action (`action` a const, `args` its object)."""
     branches = []
-    for c in turn_choices(legal, names, tools, allow_tools):
+    for c in turn_choices(legal, names, tools, allow_tools, wait):
         branches.append({
             "type": "object",
             "properties": {"thought": {"type": "string"}, "action": {"const": c.tag},

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import phase_action_left, phase_actions_only
+from tossim.agents.actions import (
+    PHASE_KINDS,
+    open_phase_actions,
+    phase_action_left,
+    phase_actions_only,
+)
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
@@ -59,6 +64,25 @@ class AgentMetrics:
     misses: int = 0
     # speech moves said, by kind (plus lie, false_claim): docs/agents.md#speech-moves
     moves: dict[str, int] = field(default_factory=dict)
+    # phases in which a phase action ("vote", "judge", "night") was open to the
+    # seat, and those in which it took it, by kind (docs/agents.md, "Metrics")
+    offered: dict[str, int] = field(default_factory=dict)
+    taken: dict[str, int] = field(default_factory=dict)
+    # (phase_seq, kind, "offered" | "taken") already counted: a phase counts once
+    _counted: set[tuple[int, str, str]] = field(default_factory=set, repr=False,
+                                                 compare=False)
+
+    def note_phase(self, phase_seq: int, open_kinds: Iterable[str],
+                   commands: Iterable[Command]) -> None:
+        """Count one ask of the seat: the phase actions open at its start and
+        those its commands took (each phase once, however often it is asked)."""
+        taken = {type(c).type for c in commands}
+        for kind in open_kinds:
+            for what, counts in (("offered", self.offered), ("taken", self.taken)):
+                key = (phase_seq, kind, what)
+                if (what == "offered" or kind in taken) and key not in self._counted:
+                    self._counted.add(key)
+                    counts[kind] = counts.get(kind, 0) + 1
 
     def add(self, r: TurnResult) -> None:
         s = r.stats
@@ -97,11 +121,16 @@ class AgentMetrics:
                      "thinking_cut", "misses", "repeated_tools", "silenced"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
-                             (self.moves, other.moves), (self.degenerate, other.degenerate)):
+                             (self.moves, other.moves), (self.degenerate, other.degenerate),
+                             (self.offered, other.offered), (self.taken, other.taken)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
         self.seconds += other.seconds
         self.max_seconds = max(self.max_seconds, other.max_seconds)
+
+    def fields(self) -> dict[str, Any]:
+        """The summed fields as `from_fields` reads them (what a worker sends)."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     @classmethod
     def from_fields(cls, data: object) -> AgentMetrics:
@@ -147,6 +176,12 @@ class AgentMetrics:
             "thinking_cut": self.thinking_cut,
             "time_given": round(self.time_given, 3), "time_used": round(self.time_used, 3),
             "moves": dict(sorted(self.moves.items())),
+            "offered": dict(sorted(self.offered.items())),
+            "taken": dict(sorted(self.taken.items())),
+            # taken / offered per phase action: how often the seat voted when
+            # voting was open, used its ability at night, gave a verdict
+            "act_rate": {k: round(self.taken.get(k, 0) / n, 3)
+                         for k, n in sorted(self.offered.items())},
         }
 
 
@@ -154,14 +189,57 @@ StepHook = Callable[[int, dict[str, Any]], None]
 SIDE_COMMANDS = frozenset({"chat", "whisper", "will", "death_note"})  # actions.SIDE_TAGS
 
 
-async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]]
-                     ) -> list[Command]:
-    """A seat's commands for one ask of the runner: one turn, and when that
-    turn spoke, whispered or wrote a will or note while the phase's action
-    (a vote, a verdict, a night ability) is still open, a second turn that
-    offers only that action or `wait` (docs/agents.md, "The phase's
-    action"). The runner asks a seat once per phase, so without the second
-    turn a will written at night used up the night."""
+SIDE_TURN_MIN_S = 4.0
+"""An act-first seat's turn for speech or a will after its phase's action is
+only played with at least this much of the decision's time left."""
+
+
+async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]],
+                     metrics: AgentMetrics | None = None, *, act_first: bool = False,
+                     deadline: float | None = None) -> list[Command]:
+    """A seat's commands for one ask of the runner (docs/agents.md, "The
+    phase's action"). The runner asks a seat once per phase, so a will
+    written at night must not use up the night:
+
+    - by default, one turn, and when that turn spoke, whispered or wrote a
+      will or note while the phase's action (a vote, a verdict, a night
+      ability) is still open, a second turn that offers only that action
+      (and `wait`, for a seat that may abstain);
+    - `act_first` (a seat that may not abstain: the small models' structured
+      seats), a first turn that offers only the open action, then, with
+      `SIDE_TURN_MIN_S` left before `deadline` (time.monotonic()), a turn
+      for the rest (speech, a will, a note or `wait`). A slow model's first
+      turn can take most of a Voting; the vote is what must not be lost.
+
+    `metrics` counts the phase actions open and taken (`AgentMetrics.note_phase`)."""
+    open_kinds = open_phase_actions(memory.legal, memory.you)
+    phase_seq = memory.phase_seq
+    if act_first and open_kinds:
+        cmds = await _action_first(memory, turn, deadline)
+    else:
+        cmds = await _phase_commands(memory, turn)
+    if metrics is not None:
+        metrics.note_phase(phase_seq, open_kinds, cmds)
+    return cmds
+
+
+async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]],
+                        deadline: float | None) -> list[Command]:
+    full = memory.legal
+    memory.legal = phase_actions_only(full)
+    first = await turn()
+    cmds = [first] if first is not None else []
+    rest = [a for a in full if a.kind not in PHASE_KINDS]
+    if first is None or not rest or (
+            deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
+        return cmds
+    memory.legal = rest
+    second = await turn()
+    return cmds + ([second] if second is not None else [])
+
+
+async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]]
+                          ) -> list[Command]:
     first = await turn()
     cmds = [first] if first is not None else []
     if first is None or type(first).type not in SIDE_COMMANDS:
@@ -215,7 +293,8 @@ class LLMSeat:
         if not self.memory.legal:
             self.memory.end_turn()
             return []
-        return await play_phase(self.memory, lambda: self._turn(deadline))
+        return await play_phase(self.memory, lambda: self._turn(deadline), self.metrics,
+                                act_first=not self.loop.config.may_abstain, deadline=deadline)
 
     async def _turn(self, deadline: float | None) -> Command | None:
         day, phase = self.memory.day, self.memory.phase

@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import fault_observation, to_command
+from tossim.agents.actions import fault_observation, may_wait, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import (
     Choice,
@@ -127,6 +127,14 @@ class LoopConfig:
     # "free": speeches, wills and notes are free text; "moves": the seat
     # chooses a structured move the server renders (docs/agents.md#speech-moves)
     speech: str = "free"
+    # may the seat `wait` while its phase's action (a vote, a verdict, a night
+    # ability) is open? Unset: free-text seats may, structured-move seats (small
+    # models, which pick `wait` by default) act (docs/agents.md, "The phase's action")
+    abstain: bool | None = None
+
+    @property
+    def may_abstain(self) -> bool:
+        return self.abstain if self.abstain is not None else self.speech != "moves"
 
     def budget(self, phase: str) -> int:
         """The thinking budget (tokens) of one turn in `phase`."""
@@ -283,7 +291,7 @@ class ToolLoop:
         if deadline is not None:
             stats.time_s = max(0.0, deadline - time.monotonic())
         messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
-                                  speech=cfg.speech, seed=seed)
+                                  speech=cfg.speech, seed=seed, wait=self._wait(memory))
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed, deadline)
@@ -474,11 +482,17 @@ class ToolLoop:
             kept, kept_text = gen, text
         return kept, "</thinking>", kept_text[len(head):]
 
+    def _wait(self, memory: SeatMemory) -> bool:
+        """Is `wait` offered this turn (`actions.may_wait`)?"""
+        return may_wait(memory.legal, memory.you, self.config.may_abstain)
+
     async def _xml_action(self, t: _Turn) -> Any:
         """The final action after the thought (tools are not allowed here)."""
         memory = t.memory
-        choices = turn_choices(memory.legal, memory.names, (), False)
-        rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml")
+        wait = self._wait(memory)
+        choices = turn_choices(memory.legal, memory.names, (), False, wait)
+        rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml",
+                        wait=wait)
         if self.config.speech == "moves":
             choices = structured_choices(memory, choices)
             rx = choices_regex(choices, "xml")
@@ -512,9 +526,11 @@ class ToolLoop:
             think_left -= t.stats.generated_tokens - before
             t.stats.thinking_tokens += t.stats.generated_tokens - before
             allow = t.stats.tool_calls < cfg.max_tool_calls and think_left > 0
-            choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow)
+            wait = self._wait(memory)
+            choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow,
+                                   wait)
             rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow,
-                            think=False, protocol="json")
+                            think=False, protocol="json", wait=wait)
             if cfg.speech == "moves":
                 choices = structured_choices(memory, choices)
                 rx = choices_regex(choices, "json")

@@ -241,7 +241,7 @@ def will_example(memory: SeatMemory) -> str:
 
 
 def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "free",
-                 seed: int = 0) -> list[str]:
+                 seed: int = 0, wait: bool = True) -> list[str]:
     """The final actions available now, each with an example in real words
     (a real name, a real sentence) and its allowed arguments; `seed` (the
     turn's) draws the example names and sentences. With speech "moves",
@@ -252,7 +252,7 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
-    for c in turn_choices(memory.legal, memory.names, allow_tools=False):
+    for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
                 out += moves.action_lines(memory, c.tag, protocol, table)
@@ -326,10 +326,11 @@ def results_lines(memory: SeatMemory) -> list[str]:
 
 
 def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
-                protocol: str = "xml", speech: str = "free", seed: int = 0) -> str:
+                protocol: str = "xml", speech: str = "free", seed: int = 0,
+                wait: bool = True) -> str:
     """The dynamic context for this turn. `summaries` maps earlier days to
     their summary (escaped here: model-written text quotes players); `seed`
-    (the turn's) draws the examples."""
+    (the turn's) draws the examples; `wait=False`: `wait` is not offered."""
     new = [e for e in memory.new_events() if e["key"] not in CHAT_KEYS]
     public = [_event_line(e) for e in new if e["audience"] == "public"]
     shown = {id(e) for e in memory.private_results() if e["key"] not in CHOICE_KEYS}
@@ -343,16 +344,18 @@ def render_turn(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    summaries=earlier, public_events=public, private_events=private, chat=chat,
                    results=results_lines(memory),
                    tool_results=tool_results, state=_state_lines(memory),
-                   actions=action_lines(memory, protocol, speech=speech, seed=seed))
+                   actions=action_lines(memory, protocol, speech=speech, seed=seed,
+                                                        wait=wait))
 
 
 def build_messages(memory: SeatMemory, summaries: Mapping[int, str] | None = None,
                    protocol: str = "xml", persona: Persona | str | None = None,
                    max_tools: int = 4, speech: str = "free",
-                   seed: int = 0) -> list[dict[str, str]]:
+                   seed: int = 0, wait: bool = True) -> list[dict[str, str]]:
     """Chat messages for a turn: the system prompt and the turn context
     (`speech`: "free" text or structured "moves", docs/agents.md#speech-moves;
     `seed`: the turn's, which draws the examples)."""
     return [{"role": "system",
              "content": render_system(memory, protocol, persona, max_tools, speech)},
-            {"role": "user", "content": render_turn(memory, summaries, protocol, speech, seed)}]
+            {"role": "user", "content": render_turn(memory, summaries, protocol, speech,
+                                                         seed, wait)}]

@@ -10,6 +10,13 @@ from typing import Any
 
 TIMEOUT_KINDS = frozenset({"timeout", "deadline"})
 
+TURN_KEYS = ("day", "phase", "phase_seq", "version", "prompt", "output", "steps", "action",
+             "move", "tokens", "time")
+"""The fields of a turn record that travel and are stored: an inference
+worker sends these, the server keeps these (`day` and `phase` as columns;
+`phase_seq` and `version` are what a resumed seat is rebuilt from,
+`agents.resume`; `time` the seconds the turn had, used and whether it missed)."""
+
 
 def abstention(record: Mapping[str, Any]) -> str | None:
     """"timeout" or "error" when the turn ended without an action because a

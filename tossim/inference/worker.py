@@ -36,6 +36,7 @@ from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
 from tossim.agents.resume import restore_seat
 from tossim.agents.summarize import SummaryStats, write_summary
+from tossim.agents.turn_records import TURN_KEYS
 from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 
 MAX_FRAME = 32 * 2**20  # a late-game view with every event is a few hundred kB
 REFUSALS = (4400, 4401)  # a bad hello, an unknown token: retrying won't help
-TURN_KEYS = ("day", "phase", "prompt", "output", "steps", "action", "move", "tokens")
 
 # the current decide request's step sender (set by `_answer`, read by `decide`):
 # a context variable, so `decide(message)` keeps its signature for subclasses
@@ -233,6 +233,7 @@ class Worker:
                 restore_seat(seat, [t for t in past if isinstance(t, dict)])
             self.seats[(game, slot)] = seat
         turns, logged = seat.metrics.turns, len(seat.turn_log)
+        offered, taken = dict(seat.metrics.offered), dict(seat.metrics.taken)
         sink = _step_sink.get()
         seat.on_step = (lambda _slot, step: sink(step)) if sink is not None else None
         seconds = message.get("seconds")  # the turn's time left (docs/agents.md#deadlines)
@@ -251,9 +252,11 @@ class Worker:
             for result in recent:
                 if result is not None:
                     turn.add(result)
+        turn.offered = _grown(offered, seat.metrics.offered)
+        turn.taken = _grown(taken, seat.metrics.taken)
         self.decisions += 1
         reply: dict[str, Any] = {"type": "decided", "commands": [c.to_dict() for c in commands],
-                                 "turn": vars(turn)}
+                                 "turn": turn.fields()}
         if len(seat.turn_log) > logged:  # the turns as the server stores them (`seat_turns`)
             reply["records"] = [{k: record.get(k) for k in TURN_KEYS}
                                 for record in seat.turn_log[logged:]]
@@ -289,3 +292,8 @@ class Worker:
         for key in [k for k in self.seats if k[0] == game]:
             del self.seats[key]
         self.summaries.pop(game, None)
+
+
+def _grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """What each count of `after` gained since `before` (this decision's share)."""
+    return {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}

@@ -37,6 +37,7 @@ from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.resume import acted_in, restore_seat
+from tossim.agents.turn_records import TURN_KEYS
 from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
 from tossim.engine import (
     Command,
@@ -423,9 +424,7 @@ class GameActor:
             if not isinstance(turn, dict):
                 continue
             self.turn_seq[slot] += 1
-            # phase_seq and version: what a resumed seat is rebuilt from (agents/resume.py)
-            data = {k: turn.get(k) for k in ("prompt", "output", "steps", "action", "move",
-                                             "tokens", "phase_seq", "version")}
+            data = {k: turn.get(k) for k in TURN_KEYS if k not in ("day", "phase")}
             day = turn.get("day")
             phase = turn.get("phase")
             try:
@@ -689,7 +688,8 @@ class GameActor:
         public discussion once: the extractive summary is stored and published
         at once; the game's model, if it has model seats, writes its own beside
         the game, which replaces it if it comes in time (`DaySummaries`). The
-        actor never waits for a model here."""
+        actor never waits for a model here. The seats' metrics so far are
+        stored too, so a running game's figures can be read each night."""
         game = self.game
         day = game.day
         if not (game.phase is Phase.NIGHT or game.ended) or day in self._summarized:
@@ -700,6 +700,8 @@ class GameActor:
             view(game, PUBLIC_VIEWER), day, game.version, seat=seat,
             seed=derive_seed(game.config.seed, "summary", day),
             seconds=self._summary_seconds())
+        if not game.ended:  # an ended game's are stored once its summary is settled
+            await self._save_metrics()
 
 
 def process_name() -> str:

@@ -91,6 +91,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.resume import history
+from tossim.agents.turn_records import TURN_KEYS
 from tossim.engine import Command, MalformedCommand, View, command_from_dict
 from tossim.inference.registry import MODEL_BACKENDS
 from tossim.server.bus import (
@@ -115,8 +116,6 @@ LOOPBACK = {"127.0.0.1", "::1"}
 MAX_STEPS = 64
 MAX_STEP_CHARS = 16_000
 MAX_RECORD_CHARS = 2 * 2**20  # a turn record (its prompt included) stored per turn
-TURN_KEYS = ("day", "phase", "phase_seq", "version", "prompt", "output", "steps", "action",
-             "move", "tokens")
 
 StepHook = Callable[[dict[str, Any]], None]
 
