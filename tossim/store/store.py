@@ -42,7 +42,7 @@ from tossim.store.arenas import ArenaQueries
 from tossim.store.leases import LeaseQueries
 
 DEFAULT_URL = "sqlite+aiosqlite:///./tossim.db"
-FORMAT = 1  # tossim.replay.LOG_FORMAT: the format version of a stored game
+FORMAT = 1  # tossim.engine.replay.LOG_FORMAT: the format version of a stored game
 
 
 class StoreError(Exception):
