@@ -1,4 +1,4 @@
-"""The winner distribution of `tossim bench engine` (tossim/bench_engine.py)."""
+"""The winner distribution of `tossim bench engine` (tossim/tools/bench_engine.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tossim.bench_engine import Outcomes, report_lines, wilson
 from tossim.cli import app
 from tossim.engine import GameConfig, apply, new_game
 from tossim.engine.commands import PhaseTimeout
+from tossim.tools.bench_engine import Outcomes, report_lines, wilson
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from tossim.bench_server import BenchConfig, report_lines, run_bench
 from tossim.cli import app
+from tossim.tools.bench_server import BenchConfig, report_lines, run_bench
 
 
 async def test_bench_server_smoke() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tossim.cli import app
-from tossim.docs_gen import roles_markdown
+from tossim.tools.docs_gen import roles_markdown
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ from tossim.engine.modes import MODES, get_mode
 from tossim.engine.role_lists import RoleListError
 from tossim.engine.roles import ROLES, find_role
 from tossim.engine.rules import ConfigError, deal, make_config, role_list
-from tossim.engine.scenario import load_string, run
+from tossim.scenarios.scenario import load_string, run
 
 CUSTOM_LIST = ("Jailor, Town Investigative, Town Investigative, Town Protective, Town Support, "
                "Random Town, Random Town, Godfather, Random Mafia, Neutral Killing, "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tossim.engine.roles import ROLES
-from tossim.engine.scenario import (
+from tossim.scenarios.scenario import (
     Scenario,
     ScenarioError,
     load_file,

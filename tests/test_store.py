@@ -32,7 +32,7 @@ from sqlalchemy.pool import NullPool
 
 from tossim.agents.match import play_match
 from tossim.engine import GameConfig, apply, command_from_dict, new_game
-from tossim.replay import LOG_FORMAT, check_record, event_lines, rerun
+from tossim.engine.replay import LOG_FORMAT, check_record, event_lines, rerun
 from tossim.store import ConflictError, GameNotFound, GameRow, SeatRow, Store, hash_token
 from tossim.store.migrate import alembic_config, migrations_dir
 from tossim.store.tables import metadata

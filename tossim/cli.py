@@ -13,13 +13,14 @@ from typing import Any
 
 import typer
 
-from tossim import replay as replay_mod
 from tossim.arena.cli import arena_app
 from tossim.engine import Game, GameConfig
+from tossim.engine import replay as replay_mod
 from tossim.engine.rules import ConfigError, make_config
 from tossim.engine.view import parse_viewer, project_event, visible_events
 from tossim.export import export_command
-from tossim.transcript import render_lines
+from tossim.tools import game_log
+from tossim.tools.transcript import render_lines
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="ToSSim: Town of Salem with human and AI seats.")
@@ -108,7 +109,7 @@ def play(
         raise typer.BadParameter("free or moves", param_hint="--speech")
     model_slots: list[int] = []
     if model_entry is not None:
-        from tossim.play_entry import play_entry
+        from tossim.tools.play_entry import play_entry
 
         result = play_entry(config, model_entry, models, model_seats, metrics, url, model,
                             speech)
@@ -145,7 +146,7 @@ def play(
         for line in render_lines(events, names):
             typer.echo(line)
     if save is not None:
-        replay_mod.save(game, save)
+        game_log.save(game, save)
     if as_json:
         typer.echo(json.dumps(summary(game, result.faults), sort_keys=True))
 
@@ -185,7 +186,7 @@ def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None
                    f"{st.requests} requests, {st.generated_tokens} tokens generated", err=True)
 
     seats = range(1, (model_seats or config.players) + 1)
-    from tossim.catalogue import backend_entry
+    from tossim.inference.catalogue import backend_entry
     # unset: the backend's built-in entry decides (a bundled model: moves)
     said = speech or backend_entry(ai, model=model).speech or "free"
 
@@ -237,7 +238,7 @@ def serve(
     if models:
         overrides["models"] = str(models)
     settings = Settings(**overrides)
-    from tossim.catalogue import CatalogueError, load_catalogue
+    from tossim.inference.catalogue import CatalogueError, load_catalogue
     try:
         load_catalogue(settings.models)  # a broken catalogue stops the start, clearly
     except CatalogueError as exc:
@@ -302,7 +303,7 @@ def worker(
 
     from tossim.inference.base import BackendUnavailable
     from tossim.inference.registry import make_backend
-    from tossim.inference.worker import Worker, WorkerRefused
+    from tossim.worker.client import Worker, WorkerRefused
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
@@ -329,7 +330,7 @@ def replay(log: Path = typer.Argument(..., help="A log written by `tossim play -
     """Re-run a saved game from its config, seed and commands; report whether the
     event log is identical."""
     try:
-        report = replay_mod.check_record(replay_mod.load(log))
+        report = replay_mod.check_record(game_log.load(log))
     except (OSError, ValueError, KeyError) as exc:
         typer.echo(f"replay: cannot read {log}: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -347,7 +348,7 @@ def scenario_run(
     paths: list[Path] = typer.Argument(..., help="Scenario files or folders."),
 ) -> None:
     """Run scenario files: one line per scenario, then `N passed, M failed`."""
-    from tossim.engine.scenario import run_paths
+    from tossim.scenarios.scenario import run_paths
 
     try:
         results = run_paths(paths)
@@ -384,8 +385,8 @@ def bench_engine(
     events/s, with an engine-only replay of the same command logs as the
     baseline, and the winner distribution with 95% Wilson intervals."""
     from tossim.agents.match import play_match
-    from tossim.bench_engine import Outcomes, report_lines
     from tossim.engine.modes import get_mode
+    from tossim.tools.bench_engine import Outcomes, report_lines
 
     _pin_one_core()
     first = _config(mode, players, seed, roles)
@@ -465,8 +466,8 @@ def bench_agents(
     rate, faults by kind, tool calls, summaries by model vs fallback, backend
     prefill/decode time, the batched/sequential ratio, and the share of turns
     that acted in time, seconds per turn and the share of each phase used."""
-    from tossim.agents.bench import PhaseClock, run_bench_agents
     from tossim.inference.base import BackendUnavailable
+    from tossim.tools.bench_agents import PhaseClock, run_bench_agents
 
     try:
         run_bench_agents(ai=ai, model=model, url=url, players=players, days=days, seed=seed,
@@ -502,7 +503,7 @@ def bench_server(
     """A real server (`tossim serve` in a subprocess) under websocket spectator load:
     events and messages delivered per second, delivery latency, lost or duplicated
     events (checked against replays), server CPU."""
-    from tossim import bench_server as bench
+    from tossim.tools import bench_server as bench
 
     if speed not in ("fast", "paced"):
         raise typer.BadParameter("fast or paced", param_hint="--speed")
@@ -562,7 +563,7 @@ def docs(
     out: Path = typer.Option(Path("docs/roles.md"), help="Where to write the role table."),
 ) -> None:
     """Regenerate docs/roles.md from the role registry."""
-    from tossim.docs_gen import roles_markdown
+    from tossim.tools.docs_gen import roles_markdown
 
     out.write_text(roles_markdown(), encoding="utf-8")
     typer.echo(f"wrote {out}")

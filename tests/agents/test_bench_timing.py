@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from tossim.agents.async_match import AsyncMatchResult
-from tossim.agents.bench import PhaseClock, timing, timing_lines
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import ToolLoop
 from tossim.agents.model_match import ModelMatch
 from tossim.engine.rules import new_game
 from tossim.engine.state import GameConfig
+from tossim.tools.bench_agents import PhaseClock, timing, timing_lines
 
 from .fake_backend import ScriptedBackend
 

@@ -31,10 +31,10 @@ from tossim.agents.moves import (
 )
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
-from tossim.catalogue import CatalogueError, ModelEntry, parse_catalogue
 from tossim.engine import Chat, Command, GameConfig, View, Viewer, view
 from tossim.engine.commands import Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
+from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
 
 from .fake_backend import ScriptedBackend
 from .support import day3_investigator

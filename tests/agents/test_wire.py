@@ -16,7 +16,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.prompting import build_messages
 from tossim.engine import GameConfig, View, Viewer, view
 from tossim.engine.legal import LegalAction
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 
 
 def _views_through_a_game(seed: int) -> list[View]:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tossim import replay
 from tossim.agents.match import play_match
 from tossim.analysis.quality import aggregate, claimed_roles, game_quality, record_quality
 from tossim.cli import app
@@ -22,6 +21,7 @@ from tossim.engine import (
     WriteWill,
     apply,
     new_game,
+    replay,
 )
 from tossim.engine.state import Phase
 

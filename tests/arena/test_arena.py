@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
+from tossim.analysis.arena_report import arena_report, wilson, write_report
 from tossim.arena.entries import ArenaEntry, resolve_entries
-from tossim.arena.report import arena_report, wilson, write_report
 from tossim.arena.runner import game_limit, open_arena, play_arena
 from tossim.engine import GameConfig
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 from tossim.server import service
 from tossim.server.app import create_app
 from tossim.server.bus import MemoryBus
@@ -200,7 +200,7 @@ max_concurrency = 3
 
 
 def test_openskill_ratings_rank_the_stronger_entry_first() -> None:
-    from tossim.arena.report import openskill_ratings
+    from tossim.analysis.arena_report import openskill_ratings
 
     # "s" wins all its seats, "w" none, "m" half, in every game
     games = [{"s": (3, 3), "m": (2, 1), "w": (2, 0)}] * 6

@@ -20,8 +20,8 @@ from inference.test_vllm_backend import CHAT_SERVED, needs_vllm
 
 from tossim.arena.entries import resolve_entries
 from tossim.arena.runner import open_arena, play_arena
-from tossim.catalogue import load_catalogue
 from tossim.inference import chat_backend
+from tossim.inference.catalogue import load_catalogue
 from tossim.server.bus import MemoryBus
 from tossim.server.settings import Settings
 from tossim.store import Store
@@ -64,7 +64,7 @@ sampling = {{ temperature = 0.6, max_tokens = 24 }}
         progress = await play_arena(store, MemoryBus(), settings, arena, entries, parallel=3)
         assert (progress.done, progress.errors, progress.total) == (3, 0, 3)
 
-        from tossim.arena.report import arena_report
+        from tossim.analysis.arena_report import arena_report
         report = await arena_report(store, "small", catalogue=str(catalogue))
         assert report is not None and report["arena"]["finished"] == 3
         for g in arena.games:  # stored like every game: its seats name their entries

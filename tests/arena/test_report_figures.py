@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from tossim.agents.chat_seat import ChatConfig, ChatSeat
+from tossim.analysis.arena_report import arena_report, entry_rows
 from tossim.arena.entries import resolve_entries
-from tossim.arena.report import arena_report, entry_rows
-from tossim.catalogue import ModelEntry
 from tossim.engine import GameConfig, Viewer, new_game, view
+from tossim.inference.catalogue import ModelEntry
 from tossim.inference.chat_backend import ChatError
 from tossim.server.settings import Settings
 from tossim.store import Store

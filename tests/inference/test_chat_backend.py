@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 
 from tossim.agents.entry_match import play_entry_match
-from tossim.catalogue import (
+from tossim.agents.entry_seat import make_seat_for_entry
+from tossim.engine.state import GameConfig
+from tossim.inference import chat_backend
+from tossim.inference.catalogue import (
     CatalogueError,
     ModelEntry,
     backend_entry,
     load_catalogue,
-    make_seat_for_entry,
     parse_catalogue,
 )
-from tossim.engine.state import GameConfig
-from tossim.inference import chat_backend
 from tossim.inference.chat_backend import ChatBackend, ChatError, retry_after
 
 from .fake_chat_provider import fake_provider

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from inference.fake_chat_provider import fake_provider
-from tossim.catalogue import load_catalogue
 from tossim.inference import chat_backend
+from tossim.inference.catalogue import load_catalogue
 from tossim.server.app import create_app
 from tossim.server.settings import Settings
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tossim.agents.entry_match import play_entry_match
-from tossim.catalogue import ModelEntry
 from tossim.engine.state import GameConfig
 from tossim.inference import chat_backend
+from tossim.inference.catalogue import ModelEntry
 from tossim.inference.chat_backend import ChatBackend
 
 from .test_vllm_backend import CHAT_SERVED, needs_vllm

@@ -13,9 +13,10 @@ import pytest
 from agents.fake_backend import ScriptedBackend  # tests/ is on sys.path under pytest
 from agents.support import day3_investigator
 
-from tossim.catalogue import ModelEntry, make_seat_for_entry
+from tossim.agents.entry_seat import make_seat_for_entry
 from tossim.inference import registry
 from tossim.inference.base import GenerationRequest
+from tossim.inference.catalogue import ModelEntry
 
 
 def _local_entry(**sampling: object) -> ModelEntry:

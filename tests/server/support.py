@@ -437,7 +437,7 @@ async def watch_thinking(server: Server, game_id: str, gate: asyncio.Event
 
 @asynccontextmanager
 async def running_worker(worker: Any) -> AsyncIterator[Any]:
-    """A `tossim.inference.worker.Worker` connected for the block, stopped after."""
+    """A `tossim.worker.client.Worker` connected for the block, stopped after."""
     task = asyncio.create_task(worker.run(retry=0.1, max_retry=0.5))
     try:
         await asyncio.wait_for(worker.connected.wait(), 30)

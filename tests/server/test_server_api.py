@@ -13,8 +13,8 @@ import pytest
 from tossim.agents.match import play_match
 from tossim.analysis.quality import game_quality
 from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, GameConfig, Viewer, view
+from tossim.engine.replay import LOG_FORMAT, event_lines, rerun
 from tossim.engine.view import project_event, visible_events
-from tossim.replay import LOG_FORMAT, event_lines, rerun
 from tossim.server.service import token_hash
 
 from .support import Server, ServerFactory, create_game, is_finished, owner, wait_game

@@ -31,14 +31,14 @@ from websockets.exceptions import ConnectionClosed
 
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine import GameConfig, PhaseTimeout, View, apply
+from tossim.engine.replay import event_lines, rerun
 from tossim.inference import registry
-from tossim.inference.worker import Worker
-from tossim.replay import event_lines, rerun
 from tossim.server.app import create_app
 from tossim.server.bus import MemoryBus, command_channel
 from tossim.server.settings import Settings
 from tossim.server.workers import RemoteWorker, WorkerGone, WorkerHub, WorkerLink
 from tossim.store import ConflictError, Store
+from tossim.worker.client import Worker
 
 from .support import (
     PLAIN_TOWN,

@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect as ws_client_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tossim.engine import GameConfig, new_game
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 from tossim.server.service import fair_seed
 from tossim.server.settings import Settings, StartRefused
 

@@ -20,7 +20,7 @@ import pytest
 
 from tossim.agents.resume import history
 from tossim.engine import GameConfig, Viewer, apply, command_from_dict, new_game, view
-from tossim.inference.worker import Worker
+from tossim.worker.client import Worker
 
 from .model_fakes import NOTE, SPEECH, GatedBackend, seat_models
 from .support import WAIT, Server, ServerFactory, create_game, deals, owner

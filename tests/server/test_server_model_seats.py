@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tossim.engine import GameConfig
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 
 from .support import ServerFactory, create_game, is_finished, wait_game
 

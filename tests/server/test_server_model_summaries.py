@@ -20,9 +20,9 @@ from tossim.agents.llm_seat import seat_from_spec
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import fallback_summary
 from tossim.engine import GameConfig, new_game, view
+from tossim.engine.replay import rerun
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.base import GenerationRequest, GenerationResult
-from tossim.replay import rerun
 from tossim.server.bus import command_channel
 from tossim.server.day_summaries import model_summary
 

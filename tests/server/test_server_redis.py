@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tossim.engine import PUBLIC_VIEWER, GameConfig
+from tossim.engine.replay import rerun
 from tossim.engine.view import project_event, visible_events
-from tossim.replay import rerun
 from tossim.store import Store
 
 from .support import ServeProcess, create_game, finished, is_finished, owner, wait_game

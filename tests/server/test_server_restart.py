@@ -16,8 +16,8 @@ import pytest
 
 from tossim.agents.match import play_match
 from tossim.engine import OMNISCIENT_VIEWER, GameConfig
+from tossim.engine.replay import event_lines, rerun
 from tossim.engine.view import project_event
-from tossim.replay import event_lines, rerun
 from tossim.server.app import create_app
 from tossim.server.settings import Settings
 from tossim.store import Store

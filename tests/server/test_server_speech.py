@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tossim.engine import GameConfig
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 
 from .support import ServerFactory, create_game, is_finished, wait_game
 
@@ -70,8 +70,8 @@ def test_a_seat_on_an_inference_worker_plays_its_speech() -> None:
     builds the seat with it (docs/api.md#inference-workers)."""
     from agents.fake_backend import ScriptedBackend
 
-    from tossim.inference.worker import Worker
     from tossim.server.workers import RemoteSeat
+    from tossim.worker.client import Worker
 
     sent = RemoteSeat(None, "g1", 3, 7, {"backend": "local", "speech": "moves"},  # type: ignore[arg-type]
                       {}).spec

@@ -24,7 +24,6 @@ from agents.support import day3_investigator
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine import Command, View
-from tossim.inference.worker import Worker
 from tossim.server import runner
 from tossim.server.bus import MemoryBus
 from tossim.server.settings import Settings
@@ -36,6 +35,7 @@ from tossim.server.workers import (
     WorkerHub,
     WorkerLink,
 )
+from tossim.worker.client import Worker
 
 from .support import ServerFactory, create_game, read_to_end, running_worker, watch_thinking
 

@@ -23,8 +23,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tossim.engine import GameConfig
-from tossim.inference.worker import Worker, workers_url
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
+from tossim.worker.client import Worker, workers_url
 
 from .support import (
     TOSSIM_BIN,

@@ -17,9 +17,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tossim.engine import OMNISCIENT_VIEWER, PUBLIC_VIEWER, Game, GameConfig, Viewer, new_game
+from tossim.engine.replay import rerun
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.view import project_event, visible_events
-from tossim.replay import rerun
 from tossim.server import ws as ws_module
 
 from .support import (

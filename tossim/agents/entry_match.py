@@ -1,5 +1,5 @@
 """A headless match whose model seats play one catalogue entry (`tossim play
---model-entry NAME`): seats built by `catalogue.make_seat_for_entry`, so the
+--model-entry NAME`): seats built by `entry_seat.make_seat_for_entry`, so the
 same entry plays the same way here, in the server and in the arena."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from tossim.agents.async_match import AsyncMatchResult, AsyncSeat, play_match_async
 from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.entry_seat import make_seat_for_entry
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.memory import SeatMemory
 from tossim.agents.model_match import DEFAULT_ROUNDS
@@ -20,8 +21,8 @@ from tossim.agents.summarize import (
     write_chat_summary,
     write_summary,
 )
-from tossim.catalogue import ModelEntry, make_seat_for_entry
 from tossim.engine.state import GameConfig
+from tossim.inference.catalogue import ModelEntry
 from tossim.inference.seeds import derive_seed
 
 

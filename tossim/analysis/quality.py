@@ -304,8 +304,8 @@ def game_quality(game: Game) -> dict[int, dict[str, Any]]:
 def record_quality(record: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     """`seat_quality` of a stored game log (`tossim play --save`): replayed
     from its config and commands, so roles come from the engine itself."""
-    from tossim import replay as replay_mod
     from tossim.engine import GameConfig
+    from tossim.engine import replay as replay_mod
 
     game = replay_mod.rerun(GameConfig.from_dict(record["config"]), list(record["commands"]))
     return game_quality(game)

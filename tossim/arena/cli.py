@@ -162,7 +162,7 @@ def report(
     """Print an arena's figures (win rates with 95% intervals, OpenSkill
     ratings, survival, votes on Mafia, faults, tokens, cost, latency) and
     write them as HTML with plots and CSV."""
-    from tossim.arena import report as rep
+    from tossim.analysis import arena_report as rep
 
     async def build() -> dict[str, Any] | None:
         from tossim.store import Store

@@ -1,6 +1,6 @@
 """Arena entries: the model-catalogue entries an arena seats, under their labels.
 
-Entries are looked up in the catalogue (`tossim.catalogue`), and seats name
+Entries are looked up in the catalogue (`tossim.inference.catalogue`), and seats name
 their entry (`{"kind": "ai", "model": NAME}`), which the server resolves.
 
 An arena names each entry `LABEL=ENTRY` or just `ENTRY` (the label is then
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tossim.catalogue import load_catalogue
+from tossim.inference.catalogue import load_catalogue
 
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,39}$")
 

@@ -1,4 +1,5 @@
-"""Game state. Plain dataclasses, mutated only by `apply` (rules.py).
+"""Game state. Plain dataclasses, mutated only by `apply` (rules.py) and, for
+a prior state before a scenario's first step, `setup.apply_prior_state`.
 
 The RNG lives in the state so that the same config and command log always give
 the same game: nothing outside the state influences an outcome.

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from tossim.catalogue import ModelEntry
 from tossim.inference.base import BackendUnavailable
+from tossim.inference.catalogue import ModelEntry
 from tossim.inference.limits import RateLimiter, RateLimitExceeded, shared_limiter
 from tossim.inference.seeds import derive_seed
 
@@ -507,7 +507,7 @@ def start_probes(catalogue_path: Any = None,
     endpoint only leaves the entries unprobed). None when there is nothing
     to probe. Each probe takes at most `timeout` seconds (default
     STARTUP_PROBE_SECONDS). Stop it with `stop_probes`."""
-    from tossim.catalogue import CatalogueError, cached_catalogue
+    from tossim.inference.catalogue import CatalogueError, cached_catalogue
     try:
         catalogue = cached_catalogue(catalogue_path)
     except CatalogueError:

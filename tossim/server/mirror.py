@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tossim.engine import Game, GameConfig, apply, command_from_dict
-from tossim.replay import rerun
+from tossim.engine.replay import rerun
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.store import Store
 

@@ -33,12 +33,12 @@ from typing import Any, Protocol, cast
 
 from tossim.agents.async_match import TimedSeat
 from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.entry_seat import make_seat_for_entry
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.resume import acted_in, restore_seat
 from tossim.agents.turn_records import TURN_KEYS
-from tossim.catalogue import ModelEntry, backend_entry, cached_catalogue, make_seat_for_entry
 from tossim.engine import (
     Command,
     Event,
@@ -59,6 +59,7 @@ from tossim.engine.modes import DURATIONS
 from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
+from tossim.inference.catalogue import ModelEntry, backend_entry, cached_catalogue
 from tossim.inference.registry import MODEL_BACKENDS
 from tossim.inference.seeds import derive_seed
 from tossim.server.bus import (
@@ -121,7 +122,7 @@ def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "
                  summaries: dict[int, str] | None = None,
                  settings: Settings | None = None,
                  workers: WorkerHub | None = None) -> AISeat:
-    """The seat for a lobby's seat spec (through `catalogue.make_seat_for_entry`):
+    """The seat for a lobby's seat spec (through `entry_seat.make_seat_for_entry`):
     a scripted bot; a chat seat (the entry's endpoint, from this process); a
     model seat on a backend shared by the whole process (the model is loaded
     once); or, when the server's inference runs on workers, a seat a worker

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tossim.agents.personas import PERSONAS
-from tossim.catalogue import CatalogueError, ModelEntry, backend_entry, cached_catalogue
 from tossim.engine import Game, GameConfig, role_lists
 from tossim.engine.modes import DURATIONS, MODES, RULESET_VERSION
+from tossim.engine.replay import LOG_FORMAT, rerun
 from tossim.engine.role_lists import RoleListError
 from tossim.engine.roles import ROLES
 from tossim.engine.rules import ConfigError, make_config
@@ -26,8 +26,8 @@ from tossim.engine.view import (
     view,
     visible_events,
 )
+from tossim.inference.catalogue import CatalogueError, ModelEntry, backend_entry, cached_catalogue
 from tossim.inference.registry import unavailable_reason
-from tossim.replay import LOG_FORMAT, rerun
 from tossim.server.bus import lobby_channel
 from tossim.server.names import clean_name, name_problem
 from tossim.server.runner import AI_BACKENDS, SPEED_SCALE, ActorHub

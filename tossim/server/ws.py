@@ -13,12 +13,6 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.websockets import WebSocketState
-from websockets.protocol import State
-
-try:  # the fast path writes frames itself on uvicorn's sans-I/O protocol
-    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-except ImportError:  # pragma: no cover (another server: every send goes through ASGI)
-    WebSocketsSansIOProtocol = None  # type: ignore[assignment,misc]
 
 from tossim.engine.view import Viewer, view
 from tossim.server.bus import command_channel, thinking_channel
@@ -32,6 +26,7 @@ from tossim.server.service import (
     privileged_allowed,
     token_hash,
 )
+from tossim.server.uvicorn_direct import DirectSocket, direct_socket
 
 router = APIRouter()
 
@@ -54,7 +49,6 @@ LOBBY_RECHECK = 30.0
 SEAT_GONE = ("your seat was given up or removed: this socket no longer plays it "
              "(join again for a seat)")
 MAX_TOKEN = 200
-_OPEN = State.OPEN
 # pushes sent by this process, by path: "frame" (written by the mirror's
 # fan-out straight to the transport) or "asgi" (a socket's own task)
 PUSHES_SENT: Counter[str] = Counter()
@@ -195,9 +189,9 @@ class Connection:
         # socket's pushes itself), and the mirror it follows
         self.idle = False
         self.mirror: GameMirror | None = None
-        # uvicorn's protocol object behind this socket, when pushes may be
-        # written to its transport as pre-built frames (set once accepted)
-        self.direct: Any = None
+        # this socket's transport, when pushes may be written there as
+        # pre-built frames (set once accepted; uvicorn_direct.py)
+        self.direct: DirectSocket | None = None
         settings = ws.app.state.settings
         self.max_bytes = settings.max_message_bytes
         self.rate_n = settings.rate_limit_messages
@@ -232,7 +226,7 @@ class Connection:
         try:
             assert mirror.game is not None
             self.mirror = mirror
-            self.direct = direct_protocol(self.ws)
+            self.direct = direct_socket(self.ws)
             game = mirror.game
             cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
             self.sent = min(version_at(game, self.viewer, self.since), cap)
@@ -341,8 +335,8 @@ class Connection:
             while True:
                 # a slow reader: wait until its buffer drains, then send one
                 # push with all it missed meanwhile
-                if self.direct is not None and not self.direct.writable.is_set():
-                    await self.direct.writable.wait()
+                if self.direct is not None:
+                    await self.direct.drained()
                 # cleared before the state is read, so that a change while the
                 # push below is being sent still wakes this loop
                 self.wake.clear()
@@ -382,7 +376,7 @@ class Connection:
                 return
             assert self.direct is not None
             try:
-                self.direct.transport.write(push.frame)
+                self.direct.write(push.frame)
             except Exception:  # not sent: the task sends it (or finds the socket gone)
                 (self.sent, self.sent_deadline, self.seq, self.sent_state,
                  self.resuming) = before
@@ -413,15 +407,9 @@ class Connection:
             await self.send({"type": "summary", "day": day, "version": self.seq})
 
     def _can_write(self) -> bool:
-        """Whether a frame may go straight to the transport now: uvicorn's
-        sans-I/O websocket protocol (whose sends are whole frames written
-        synchronously, so frames never interleave), no extension negotiated
-        (a compressed socket's frames differ per socket), the connection
-        open and its write buffer below the high-water mark."""
-        d = self.direct
-        return (d is not None and d.writable.is_set() and not d.close_sent
-                and not d.disconnected and d.conn.state is _OPEN
-                and not d.transport.is_closing())
+        """Whether a frame may go straight to the transport now (see
+        `uvicorn_direct.DirectSocket.can_write`)."""
+        return self.direct is not None and self.direct.can_write()
 
     def _next(self, mirror: GameMirror, first: bool) -> Push | None:
         """This viewer's next push up to the mirror's present (a delayed
@@ -570,20 +558,6 @@ class Connection:
             await self.send({"type": "error", "version": version, "error": reply.get("error"),
                              "fault": reply.get("fault"),
                              "candidates": reply.get("candidates", [])})
-
-
-def direct_protocol(ws: WebSocket) -> Any:
-    """The uvicorn protocol object behind an accepted websocket, when its
-    pushes may be written as frames straight to the transport: uvicorn's
-    sans-I/O websocket protocol (the one it picks when `websockets` is
-    installed; its ASGI `receive` is the protocol's bound method, which
-    Starlette and our middleware pass through unchanged) with no extension
-    negotiated. None otherwise: that socket's pushes go through ASGI sends."""
-    proto = getattr(ws._receive, "__self__", None)
-    if (WebSocketsSansIOProtocol is None or not isinstance(proto, WebSocketsSansIOProtocol)
-            or proto.conn.extensions or getattr(proto, "transport", None) is None):
-        return None
-    return proto
 
 
 async def _first(sub: Any) -> dict[str, Any]:

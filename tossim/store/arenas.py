@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from tossim.store import tables as T
+from tossim.store.errors import ConflictError
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -58,8 +59,6 @@ class ArenaQueries:
                            games: Sequence[ArenaGameRow]) -> None:
         """Store an arena (status "running") and its whole plan in one
         transaction. Raises ConflictError if the id (or a game id) is taken."""
-        from tossim.store.store import ConflictError
-
         now = datetime.now(UTC)
         try:
             async with self._tx() as conn:

@@ -36,6 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from tossim.store import tables as T
+from tossim.store.errors import GameNotFound
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -89,7 +90,6 @@ class LeaseQueries:
                 found = (await conn.execute(sa.select(T.games.c.id)
                                             .where(T.games.c.id == game_id))).first()
             if found is None:
-                from tossim.store.store import GameNotFound
                 raise GameNotFound(game_id) from None
             return False
 

@@ -39,25 +39,11 @@ from sqlalchemy.pool import StaticPool
 from tossim.store import migrate as _migrate
 from tossim.store import tables as T
 from tossim.store.arenas import ArenaQueries
+from tossim.store.errors import ConflictError, GameNotFound, StoreError
 from tossim.store.leases import LeaseQueries
 
 DEFAULT_URL = "sqlite+aiosqlite:///./tossim.db"
-FORMAT = 1  # tossim.replay.LOG_FORMAT: the format version of a stored game
-
-
-class StoreError(Exception):
-    """Base class of the store's own errors."""
-
-
-class ConflictError(StoreError):
-    """A write that would overwrite or skip history: a command `seq` or event
-    `v` already stored, the batch does not follow the game's stored version,
-    or a game id already taken. Nothing was stored. For a game's actor this
-    means another writer owns the game."""
-
-
-class GameNotFound(StoreError, LookupError):
-    """No game with that id."""
+FORMAT = 1  # tossim.engine.replay.LOG_FORMAT: the format version of a stored game
 
 
 def hash_token(token: str) -> str:

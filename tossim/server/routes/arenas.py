@@ -35,7 +35,7 @@ async def arena_report(arena_id: str, request: Request) -> dict[str, Any]:
     """The arena's figures: per entry, win rates (overall, per faction, per
     role) with 95% Wilson intervals, OpenSkill ratings, survival, votes on
     Mafia, fault rates, tokens, cost and latency."""
-    from tossim.arena.report import arena_report as build
+    from tossim.analysis.arena_report import arena_report as build
 
     store = request.app.state.store
     arena = await store.get_arena(arena_id) if len(arena_id) <= 32 else None

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel
 
-from tossim.catalogue import CatalogueError, cached_catalogue
+from tossim.inference.catalogue import CatalogueError, cached_catalogue
 from tossim.inference.chat_backend import probe_state
 from tossim.server.routes.errors import answers
 from tossim.server.service import entry_unavailable

@@ -2,18 +2,20 @@
 
 A saved game is the ruleset version, the config (with its seed) and the
 ordered command log; the stored events are only a cache used to check that a
-re-run is byte-identical (architecture rule 2).
+re-run is byte-identical (architecture rule 2). Pure like the rest of the
+engine: the file a game is saved to is `tossim.tools.game_log`'s.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
+from tossim.engine.commands import command_from_dict
 from tossim.engine.modes import RULESET_VERSION
+from tossim.engine.rules import apply, new_game
+from tossim.engine.state import Game, GameConfig
 
 LOG_FORMAT = 1
 
@@ -33,10 +35,6 @@ def to_record(game: Game) -> dict[str, Any]:
         "result": game.result,
         "winners": list(game.winners),
     }
-
-
-def save(game: Game, path: Path) -> None:
-    path.write_text(json.dumps(to_record(game), ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def rerun(config: GameConfig, commands: list[dict[str, Any]]) -> Game:
@@ -72,10 +70,3 @@ def check_record(record: dict[str, Any]) -> ReplayReport:
         return ReplayReport(False, len(stored), len(replayed), min(len(stored), len(replayed)) + 1,
                             "the logs have different lengths")
     return ReplayReport(True, len(stored), len(replayed), None, "identical")
-
-
-def load(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError("a game log is a JSON object")
-    return data

@@ -37,9 +37,9 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.resume import restore_seat
 from tossim.agents.summarize import SummaryStats, write_summary
 from tossim.agents.turn_records import TURN_KEYS
-from tossim.catalogue import ModelEntry
 from tossim.engine.view import View
 from tossim.inference.base import Backend
+from tossim.inference.catalogue import ModelEntry
 from tossim.inference.registry import for_entry
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,7 @@ class Worker:
     def make_seat(self, message: dict[str, Any], summaries: dict[int, str]) -> LLMSeat:
         """The seat a decide request's spec asks for, on this worker's backend
         seen through the seat's catalogue entry (its `sampling`), as the server
-        would build it (`catalogue.make_seat_for_entry`). ValueError for
+        would build it (`entry_seat.make_seat_for_entry`). ValueError for
         sampling settings the catalogue would refuse."""
         spec = dict(message.get("spec") or {})
         backend = self.backend

@@ -20,6 +20,10 @@ played the games. Per entry:
   turn from the stored turn records, as the seat metrics count them
   (`agents.turn_records`), plus the decisions the actor gave up on (no
   record): a seat that abstains on its own deadline is a timeout too.
+
+It lives below the server (whose `/api/arenas/{id}/report` and leaderboard
+read it) and the arena (which plays the games and prints it), in the analysis
+layer (docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from tossim.agents.turn_records import abstentions
+from tossim.engine.replay import rerun
 from tossim.engine.roles import ROLES
 from tossim.engine.state import GameConfig
-from tossim.replay import rerun
+from tossim.inference.catalogue import ModelEntry, load_catalogue
 from tossim.store import Store
 
 Z95 = 1.959963984540054
@@ -86,16 +91,21 @@ class Tally:
     priced: bool = False
 
 
-def _prices(catalogue: str | None, spec: dict[str, Any]) -> dict[str, Any]:
-    """label -> ArenaEntry with prices, where the catalogue knows the entry."""
-    from tossim.arena.entries import resolve_entries
-
-    out: dict[str, Any] = {}
+def _prices(catalogue: str | None, spec: dict[str, Any]) -> dict[str, ModelEntry]:
+    """label -> the catalogue's entry, where the catalogue knows the entry and
+    gives it a price (no price: no cost figure, "-", not 0)."""
+    try:
+        cat = load_catalogue(catalogue)
+    except ValueError:  # CatalogueError: no prices at all
+        return {}
+    out: dict[str, ModelEntry] = {}
     for e in spec.get("entries", []):
         try:
-            out[e["label"]] = resolve_entries([f"{e['label']}={e['entry']}"], catalogue)[0]
-        except ValueError:
+            entry = cat.get(e["entry"])
+        except KeyError:
             continue
+        if entry.priced:
+            out[e["label"]] = entry
     return out
 
 
@@ -272,7 +282,7 @@ def _add_records(t: Tally, records: list[dict[str, Any]]) -> None:
     t.errors += counted["error"]
 
 
-def _add_metrics(t: Tally, data: dict[str, Any], entry: Any) -> None:
+def _add_metrics(t: Tally, data: dict[str, Any], entry: ModelEntry | None) -> None:
     t.decisions += int(_num(data, "decisions"))
     t.faults += int(_num(data, "faults"))
     # decisions the actor gave up on: no turn record was stored for them
@@ -298,8 +308,8 @@ def _add_metrics(t: Tally, data: dict[str, Any], entry: Any) -> None:
     if agent.get("cost_usd") is not None:  # the chat backend prices each call itself
         t.cost_usd += _num(agent, "cost_usd")
         t.priced = True
-    elif entry is not None and (cost := entry.cost(prompt, completion)) is not None:
-        t.cost_usd += cost
+    elif entry is not None:
+        t.cost_usd += entry.cost(prompt, completion)
         t.priced = True
 
 
@@ -471,9 +481,9 @@ def report_html(data: dict[str, Any]) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
     from markupsafe import Markup
 
-    env = Environment(loader=PackageLoader("tossim.arena", "."),
+    env = Environment(loader=PackageLoader("tossim.analysis", "."),
                       autoescape=select_autoescape(["html", "j2"]))
-    template = env.get_template("report.html.j2")
+    template = env.get_template("arena_report.html.j2")
     return template.render(data=data, a=data["arena"], plots=[Markup(p) for p in
                                                                report_plots(data)],
                            pct=_pct, ci=_ci)

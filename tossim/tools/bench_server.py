@@ -47,7 +47,6 @@ formats results.
 from __future__ import annotations
 
 import asyncio
-import base64
 import bisect
 import contextlib
 import gc
@@ -62,15 +61,17 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.extensions.permessage_deflate import PerMessageDeflate
 
 PLAYERS = 15
 # The viewers of a game's spectators, in turn: half public, a fifth
@@ -446,157 +447,51 @@ def _is_end(data: bytes) -> bool:
         state.get("result") is not None or state.get("phase") == "ended")
 
 
-class _Reader(asyncio.Protocol):
-    """A bare websocket client for one spectator (RFC 6455, text frames in,
-    control frames answered), so that reading costs the load generator as
-    little Python as possible: no task wakes per message, one receive time
-    per chunk the kernel hands over (the messages in it arrived together),
-    and per message only the bytes kept and the end test. permessage-deflate
-    is offered when asked for and inflated if the server accepts it."""
-
-    def __init__(self, spec: _Spectator, path: str, host: str, compression: bool,
-                 report: Callable[[tuple[Any, ...]], None], began: float) -> None:
-        self.spec, self.path, self.host = spec, path, host
-        self.compression, self.report, self.began = compression, report, began
-        self.transport: asyncio.Transport | None = None
-        self.buf = b""
-        self.open = False
-        self.inflate: Any = None
-        self.fragments: list[bytes] = []
-        self.fragment_compressed = False
-        self.stopping = False  # closed by us: not an error
-        loop = asyncio.get_running_loop()
-        self.opened: asyncio.Future[None] = loop.create_future()
-        self.done: asyncio.Future[None] = loop.create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is no subclass)
-        key = base64.b64encode(os.urandom(16)).decode()
-        offer = ("Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
-                 if self.compression else "")
-        self.transport.write((f"GET {self.path} HTTP/1.1\r\nHost: {self.host}\r\n"
-                         f"Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                         f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                         f"{offer}\r\n").encode())
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._finish(None if self.spec.ended or self.stopping
-                     else f"connection lost ({exc or 'closed'})")
-
-    def _finish(self, error: str | None) -> None:
-        if not self.done.done():
-            if error is not None and self.spec.error is None:
-                self.spec.error = error
-            self.done.set_result(None)
-        if not self.opened.done():
-            self.opened.set_result(None)
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    def _send(self, opcode: int, payload: bytes) -> None:
-        """A client frame: masked, as RFC 6455 requires (control frames only)."""
-        assert self.transport is not None and len(payload) < 126
-        mask = os.urandom(4)
-        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self.transport.write(bytes((0x80 | opcode, 0x80 | len(payload))) + mask + masked)
-
-    def data_received(self, data: bytes) -> None:
-        received = time.time()
-        buf = self.buf + data if self.buf else data
-        pos = 0
-        if not self.open:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                self.buf = buf
-                return
-            head = buf[:end].decode("latin-1").split("\r\n")
-            if head[0].split(" ")[1:2] != ["101"]:
-                self._finish(f"handshake refused: {head[0]}")
-                return
-            if any(h.lower().startswith("sec-websocket-extensions:")
-                   and "permessage-deflate" in h for h in head[1:]):
-                self.inflate = zlib.decompressobj(wbits=-15)
-                self.spec.deflate = True
-            self.open = True
-            self.opened.set_result(None)
-            pos = end + 4
-        n_buf = len(buf)
-        spec, raw = self.spec, self.spec.raw
-        while n_buf - pos >= 2:
-            b0, n = buf[pos], buf[pos + 1] & 0x7F
-            start = pos + 2
-            if n == 126:
-                if n_buf - pos < 4:
-                    break
-                n, start = int.from_bytes(buf[pos + 2:pos + 4], "big"), pos + 4
-            elif n == 127:
-                if n_buf - pos < 10:
-                    break
-                n, start = int.from_bytes(buf[pos + 2:pos + 10], "big"), pos + 10
-            if n_buf - start < n:
-                break
-            payload = buf[start:start + n]
-            pos = start + n
-            opcode = b0 & 0x0F
-            if opcode >= 8:  # control
-                if opcode == 8:  # close: answer it, and the connection ends
-                    code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
-                    self._send(8, payload[:2])
-                    self._finish(None if code == 1000 else f"closed by the server: {code}")
-                    return
-                if opcode == 9:  # ping
-                    self._send(10, payload)
-                continue
-            if opcode != 0:  # the first frame of a message
-                self.fragments = []
-                self.fragment_compressed = bool(b0 & 0x40)
-            self.fragments.append(payload)
-            if not b0 & 0x80:  # more fragments to come
-                continue
-            message = (self.fragments[0] if len(self.fragments) == 1
-                       else b"".join(self.fragments))
-            self.fragments = []
-            if self.fragment_compressed:
-                message = self.inflate.decompress(message + b"\x00\x00\xff\xff")
-            raw.append((received, message))
-            if not spec.hello:
-                if message.startswith(b'{"type":"hello"'):
-                    spec.hello = True
-                    self.report(("hello", time.monotonic() - self.began))
-            elif _is_end(message):
-                spec.ended = True
-                self._send(8, (1000).to_bytes(2, "big"))
-                self._finish(None)
-                return
-        self.buf = buf[pos:]
-
-
 async def _spectate(ws_base: str, spec: _Spectator, gate: asyncio.Semaphore,
                     compression: bool, report: Callable[[tuple[Any, ...]], None]) -> None:
-    """Follow one game as one spectator until it ends (or is cancelled). Per
-    message: the bytes kept and a substring test for the game's end; nothing
-    is decoded or parsed until the run is over (`_Reader`)."""
-    host = ws_base.removeprefix("ws://")
-    address, port = host.rsplit(":", 1)
-    path = f"/ws/games/{spec.game_id}/watch?viewer={spec.viewer}"
-    loop = asyncio.get_running_loop()
-    reader: _Reader | None = None
+    """Follow one game as one spectator until it ends (or is cancelled), with
+    the `websockets` client (control frames answered by it; no pings of our
+    own; permessage-deflate offered when asked for). Per message: the bytes
+    and their receive time kept, and a substring test for the game's end;
+    nothing is parsed until the run is over (`_Spectator.parse`)."""
+    url = f"{ws_base}/ws/games/{spec.game_id}/watch?viewer={spec.viewer}"
+    ws: ClientConnection | None = None
     try:
         async with gate:
             began = time.monotonic()
-            reader = _Reader(spec, path, host, compression, report, began)
             async with asyncio.timeout(60):
-                await loop.create_connection(lambda: reader, address, int(port))
-                await reader.opened
-        await reader.done
+                ws = await connect(url, compression="deflate" if compression else None,
+                                   max_size=None, ping_interval=None, open_timeout=None,
+                                   close_timeout=5)
+        spec.deflate = any(isinstance(x, PerMessageDeflate) for x in ws.protocol.extensions)
+        raw = spec.raw
+        while True:
+            message = await ws.recv(decode=False)
+            raw.append((time.time(), message))
+            if not spec.hello:
+                if message.startswith(b'{"type":"hello"'):
+                    spec.hello = True
+                    report(("hello", time.monotonic() - began))
+            elif _is_end(message):
+                spec.ended = True
+                break
     except asyncio.CancelledError:
         raise
+    except InvalidStatus as exc:
+        spec.error = f"handshake refused: HTTP {exc.response.status_code}"
+    except ConnectionClosed as exc:
+        if not spec.ended and spec.error is None:
+            code = exc.rcvd.code if exc.rcvd is not None else None
+            if code is None:
+                spec.error = "connection lost (closed)"
+            elif code != 1000:
+                spec.error = f"closed by the server: {code}"
     except Exception as exc:
         spec.error = f"{type(exc).__name__}: {exc}"
     finally:
-        if reader is not None and reader.transport is not None:
-            reader.stopping = True
-            reader.transport.close()
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(ws.close())
         report(("done", spec.hello))
 
 

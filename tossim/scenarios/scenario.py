@@ -6,7 +6,10 @@ what each player could see through the projection (`view.visible_events`),
 never raw hidden state, for everything that is a message. The format is
 documented in `docs/scenarios.md`.
 
-Layers, kept apart so the engine stays pure:
+Outside the engine, which stays pure (docs/architecture.md, "Layers"): a
+scenario's prior state is set through the engine's setup API
+(`engine.setup.apply_prior_state`); YAML with line numbers and the field checks
+are `lines.py`, the `deal:` blocks `deal_check.py`. Here:
 
 * `load_string(text, file)` parses YAML (with line numbers) and compiles it
   into `Scenario` objects; structural problems (unknown fields, unknown
@@ -39,14 +42,16 @@ from tossim.engine.commands import (
     WriteDeathNote,
     WriteWill,
 )
-from tossim.engine.deal_check import DealSpec, compile_deal, run_deal
 from tossim.engine.events import Event
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.modes import RuleFlags
 from tossim.engine.roles import ROLES, find_role
 from tossim.engine.rules import apply, new_game
-from tossim.engine.state import Death, Game, GameConfig, Phase
+from tossim.engine.setup import PriorState, SetupError, apply_prior_state
+from tossim.engine.state import Game, GameConfig, Phase
 from tossim.engine.view import OMNISCIENT_VIEWER, PUBLIC_VIEWER, Viewer, view, visible_events
+from tossim.scenarios.deal_check import DealSpec, compile_deal, run_deal
+from tossim.scenarios.lines import FieldReader, Invalid, LineDict, LineList, LineLoader, kind
 
 FAULTS = ("intention", "premise", "parameter", "expression")
 RESULTS = ("town", "mafia", "serial_killer", "arsonist", "werewolf", "vampire", "draw",
@@ -57,65 +62,6 @@ MAX_UNTIL = 1000  # PhaseTimeouts an `until` step may send before giving up
 
 class ScenarioError(ValueError):
     """A scenario file that cannot be read at all (YAML syntax, wrong top level)."""
-
-
-# ---- YAML with line numbers ------------------------------------------------------------
-
-class LineDict(dict[Any, Any]):
-    """A YAML mapping that remembers its own line and the line of each key (1-based)."""
-
-    line: int = 0
-    key_lines: dict[Any, int]
-
-    def line_of(self, key: Any) -> int:
-        return self.key_lines.get(key, self.line)
-
-
-class LineList(list[Any]):
-    """A YAML sequence that remembers its own line and the line of each item (1-based)."""
-
-    line: int = 0
-    item_lines: list[int]
-
-    def line_at(self, index: int) -> int:
-        return self.item_lines[index] if index < len(self.item_lines) else self.line
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences carry line numbers."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.Node) -> LineDict:
-    assert isinstance(node, yaml.MappingNode)
-    loader.flatten_mapping(node)
-    out = LineDict()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value", key_node.start_mark) from None
-        if key in out:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.key_lines[key] = key_node.start_mark.line + 1
-    return out
-
-
-def _construct_sequence(loader: yaml.SafeLoader, node: yaml.Node) -> LineList:
-    assert isinstance(node, yaml.SequenceNode)
-    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
-    out.line = node.start_mark.line + 1
-    out.item_lines = [child.start_mark.line + 1 for child in node.value]
-    return out
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
 
 # ---- compiled scenario -------------------------------------------------------------------
@@ -307,12 +253,12 @@ TOP_FIELDS = ("name", "notes", "covers", "seed", "flags", "players", "start", "s
               "steps", "expect", "deal")
 STATE_FIELDS = ("dead", "uses", "revealed_mayor", "framed", "executioner_target", "wills",
                 "death_notes", "guilty_conscience")
-# Prior state of effects (i15roles): see `_effect_state` / `_Runner.apply_effects`.
+# Prior state of effects: see `_effect_state` / `engine.setup.apply_prior_state`.
 EFFECT_STATE_FIELDS = ("jailed", "doused", "blackmailed", "disguised", "forged_will",
                        "trials_today")
 EXPECT_FIELDS = ("dead", "alive", "phase", "messages", "no_messages", "public", "no_public",
                  "investigator", "sheriff", "roles", "uses", "causes", "result", "winners")
-# Negative, goal and graveyard checks (i15roles): see `_extra_check`.
+# Negative, goal and graveyard checks see `_extra_check`.
 EXTRA_EXPECT_FIELDS = ("not_attacked", "won", "lost", "graveyard", "consigliere")
 GRAVEYARD_FIELDS = ("role", "cleaned", "will", "forged", "death_notes")
 # message keys that tell a player it was attacked last night
@@ -336,110 +282,11 @@ MACRO_STEPS = ("votes", "verdicts")
 OTHER_STEPS = ("timeout", "until", "illegal", "expect")
 
 
-class _Invalid(Exception):
-    """Internal: one problem found while compiling, already located."""
-
-
-class _Compiler:
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.errors: list[str] = []
-        self.names: dict[str, int] = {}  # lower-case name -> seat
-        self.full_names: list[str] = []
-        self.roles: list[str] = []
-
-    # -- helpers --
-    def err(self, line: int, message: str) -> None:
-        self.errors.append(f"{self.file}:{line}: {message}")
-
-    def unknown_fields(self, mapping: LineDict, allowed: Iterable[str], where: str) -> None:
-        allowed = tuple(allowed)
-        for key in mapping:
-            if key not in allowed:
-                self.err(mapping.line_of(key), f"unknown field {key!r} in {where} "
-                                               f"(known: {', '.join(allowed)})")
-
-    def mapping(self, value: Any, line: int, what: str) -> LineDict:
-        if not isinstance(value, LineDict):
-            self.err(line, f"{what} must be a mapping, not {_kind(value)}")
-            raise _Invalid
-        return value
-
-    def sequence(self, value: Any, line: int, what: str) -> LineList:
-        if isinstance(value, LineList):
-            return value
-        self.err(line, f"{what} must be a list, not {_kind(value)}")
-        raise _Invalid
-
-    def integer(self, value: Any, line: int, what: str, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.err(line, f"{what} must be a whole number >= {minimum}, not {value!r}")
-            raise _Invalid
-        return value
-
-    def text(self, value: Any, line: int, what: str) -> str:
-        if not isinstance(value, str):
-            self.err(line, f"{what} must be text, not {_kind(value)}")
-            raise _Invalid
-        return value
-
-    def ref(self, value: Any, line: int, what: str, *, strict: bool = True) -> int:
-        """A player: a seat number or a player name. `strict=False` lets numbers
-        outside the game through (an `illegal` step may name player 99)."""
-        if isinstance(value, bool):
-            pass
-        elif isinstance(value, int):
-            if not strict or 1 <= value <= len(self.roles):
-                return value
-            self.err(line, f"{what}: there is no player {value} "
-                           f"(players are 1-{len(self.roles)})")
-            raise _Invalid
-        elif isinstance(value, str):
-            key = value.strip().lower()
-            if key in self.names:
-                return self.names[key]
-            if key.isdigit():
-                return self.ref(int(key), line, what, strict=strict)
-            self.err(line, f"{what}: unknown player {value!r} "
-                           f"(use a seat number or one of: {', '.join(self.full_names)})")
-            raise _Invalid
-        self.err(line, f"{what} must be a seat number or a player name, not {value!r}")
-        raise _Invalid
-
-    def refs(self, value: Any, line: int, what: str) -> list[tuple[int, int]]:
-        """A list of players -> [(slot, line)]."""
-        items = self.sequence(value, line, what)
-        out = []
-        for i, item in enumerate(items):
-            try:
-                out.append((self.ref(item, items.line_at(i), what), items.line_at(i)))
-            except _Invalid:
-                continue
-        return out
-
-    def per_player(self, value: Any, line: int, what: str) -> list[tuple[int, Any, int]]:
-        """A mapping player -> value -> [(slot, value, line)]."""
-        m = self.mapping(value, line, what)
-        out = []
-        for key, item in m.items():
-            try:
-                out.append((self.ref(key, m.line_of(key), what), item, m.line_of(key)))
-            except _Invalid:
-                continue
-        return out
-
-    def role_key(self, value: Any, line: int, what: str) -> str:
-        r = find_role(value) if isinstance(value, str) else None
-        if r is None:
-            self.err(line, f"{what}: unknown role {value!r} "
-                           f"(known: {', '.join(x.name for x in ROLES.values())})")
-            raise _Invalid
-        return r.key
-
+class _Compiler(FieldReader):
     # -- the scenario --
     def scenario(self, doc: Any, line: int) -> Scenario:
         if not isinstance(doc, LineDict):
-            self.err(line, f"a scenario must be a mapping, not {_kind(doc)}")
+            self.err(line, f"a scenario must be a mapping, not {kind(doc)}")
             return Scenario(name=f"{self.file}:{line}", file=self.file, line=line,
                             errors=list(self.errors))
         sc = Scenario(name=f"{self.file}:{doc.line}", file=self.file, line=doc.line)
@@ -473,7 +320,7 @@ class _Compiler:
         sc.deal = compile_deal(self, block, expect)
 
     def _guard(self, fn: Callable[[], None]) -> None:
-        with contextlib.suppress(_Invalid):
+        with contextlib.suppress(Invalid):
             fn()
 
     def _header(self, doc: LineDict, sc: Scenario) -> None:
@@ -495,14 +342,14 @@ class _Compiler:
                 RuleFlags.from_dict(dict(flags))
             except (ValueError, TypeError) as exc:
                 self.err(flags.line, f"flags: {exc}")
-                raise _Invalid from None
+                raise Invalid from None
             sc.flags = dict(flags)
 
     def _players(self, value: Any, line: int, sc: Scenario) -> None:
         items = self.sequence(value, line, "players")
         if not items:
             self.err(line, "players must not be empty")
-            raise _Invalid
+            raise Invalid
         roles: list[str] = []
         names: list[str | None] = []
         ok = True
@@ -513,26 +360,26 @@ class _Compiler:
                     self.unknown_fields(item, ("name", "role"), "a player")
                     if "role" not in item:
                         self.err(at, "a player needs a `role`")
-                        raise _Invalid
+                        raise Invalid
                     roles.append(self.role_key(item["role"], item.line_of("role"), "role"))
                     names.append(self.text(item["name"], item.line_of("name"), "name").strip()
                                  if "name" in item else None)
                 else:
                     roles.append(self.role_key(item, at, f"player {i + 1}"))
                     names.append(None)
-            except _Invalid:
+            except Invalid:
                 ok = False
         if not ok:
-            raise _Invalid
+            raise Invalid
         full = [n if n else f"Player {i}" for i, n in enumerate(names, start=1)]
         seen: dict[str, int] = {}
         for i, n in enumerate(full, start=1):
             if n.lower() in seen:
                 self.err(items.line_at(i - 1), f"player name {n!r} is used twice")
-                raise _Invalid
+                raise Invalid
             if n.isdigit():
                 self.err(items.line_at(i - 1), f"player name {n!r} looks like a seat number")
-                raise _Invalid
+                raise Invalid
             seen[n.lower()] = i
         self.roles = roles
         self.names = seen
@@ -545,11 +392,11 @@ class _Compiler:
             spec = PhaseSpec.parse(value)
         except ValueError as exc:
             self.err(line, f"start: {exc}")
-            raise _Invalid from None
+            raise Invalid from None
         if spec.phase not in (Phase.DAY1, Phase.NIGHT, Phase.DISCUSSION, Phase.VOTING):
             self.err(line, f"start: {value!r} is not a start point; use 'day 1', 'night N', "
                            f"'day N' or 'day N voting'")
-            raise _Invalid
+            raise Invalid
         sc.start = spec
 
     def _state(self, value: Any, line: int, sc: Scenario) -> None:
@@ -600,7 +447,7 @@ class _Compiler:
                     for slot, item, where in self.per_player(raw, at, f"state.{key}"):
                         texts[slot] = self.text(item, where, f"state.{key}")
                     out[key] = texts
-            except _Invalid:
+            except Invalid:
                 continue
         self._effect_state(state, out)
         sc.state = out
@@ -626,7 +473,7 @@ class _Compiler:
                                 for slot, item, where in self.per_player(raw, at, key)}
                 else:
                     out[key] = self.integer(raw, at, "state.trials_today")
-            except _Invalid:
+            except Invalid:
                 continue
 
     # -- steps --
@@ -636,7 +483,7 @@ class _Compiler:
             at = items.line_at(i)
             try:
                 sc.steps.append(self._step(item, at))
-            except _Invalid:
+            except Invalid:
                 continue
 
     def _step(self, item: Any, line: int) -> Step:
@@ -646,7 +493,7 @@ class _Compiler:
             known = ", ".join([*COMMAND_STEPS, *MACRO_STEPS, *OTHER_STEPS])
             self.err(line, f"a step is a one-key mapping ({known}) or the word timeout, "
                            f"not {item!r}")
-            raise _Invalid
+            raise Invalid
         (kind, arg), = item.items()
         at = item.line_of(kind)
         if kind == "timeout":
@@ -657,7 +504,7 @@ class _Compiler:
                 return Step(line, "until", until=PhaseSpec.parse(arg))
             except ValueError as exc:
                 self.err(at, f"until: {exc}")
-                raise _Invalid from None
+                raise Invalid from None
         if kind == "expect":
             return Step(line, "expect", checks=tuple(self._checks_guarded(arg, at)))
         if kind == "illegal":
@@ -668,7 +515,7 @@ class _Compiler:
             return Step(line, "commands", commands=(self._command(kind, arg, at),))
         known = ", ".join([*COMMAND_STEPS, *MACRO_STEPS, *OTHER_STEPS])
         self.err(at, f"unknown step {kind!r} (known: {known})")
-        raise _Invalid
+        raise Invalid
 
     def _illegal(self, arg: Any, line: int) -> Step:
         m = self.mapping(arg, line, "illegal")
@@ -676,7 +523,7 @@ class _Compiler:
         self.unknown_fields(m, (*COMMAND_STEPS, "fault", "reason_contains"), "illegal")
         if len(kinds) != 1:
             self.err(m.line, f"illegal needs exactly one command ({', '.join(COMMAND_STEPS)})")
-            raise _Invalid
+            raise Invalid
         kind = kinds[0]
         cmd = self._command(kind, m[kind], m.line_of(kind), strict=False)
         fault = None
@@ -684,7 +531,7 @@ class _Compiler:
             fault = self.text(m["fault"], m.line_of("fault"), "fault")
             if fault not in FAULTS:
                 self.err(m.line_of("fault"), f"fault must be one of {', '.join(FAULTS)}")
-                raise _Invalid
+                raise Invalid
         reason = None
         if "reason_contains" in m:
             reason = self.text(m["reason_contains"], m.line_of("reason_contains"),
@@ -700,7 +547,7 @@ class _Compiler:
         missing = [f for f in required if f not in m]
         if missing:
             self.err(m.line, f"{kind} needs {', '.join(missing)}")
-            raise _Invalid
+            raise Invalid
 
         def who(name: str) -> int:
             return self.ref(m[name], m.line_of(name), f"{kind}.{name}", strict=strict)
@@ -715,7 +562,7 @@ class _Compiler:
         if kind == "night":
             if "targets" in m and "target" in m:
                 self.err(m.line, "night takes `targets` or `target`, not both")
-                raise _Invalid
+                raise Invalid
             if "target" in m:
                 targets: tuple[int, ...] = () if m["target"] is None else (who("target"),)
             elif m.get("targets") is not None:
@@ -748,7 +595,7 @@ class _Compiler:
             self.unknown_fields(m, ("target", "voters"), "votes")
             if "target" not in m or "voters" not in m:
                 self.err(m.line, "votes needs target and voters")
-                raise _Invalid
+                raise Invalid
             target = self.ref(m["target"], m.line_of("target"), "votes.target")
             voters = self.refs(m["voters"], m.line_of("voters"), "votes.voters")
             return tuple(Vote(v, target) for v, _ in voters)
@@ -764,7 +611,7 @@ class _Compiler:
     def _checks_guarded(self, value: Any, line: int) -> list[Check]:
         try:
             return self._checks(value, line)
-        except _Invalid:
+        except Invalid:
             return []
 
     def _checks(self, value: Any, line: int) -> list[Check]:
@@ -775,7 +622,7 @@ class _Compiler:
             if key in m:
                 try:
                     out.extend(self._extra_check(key, m[key], m.line_of(key)))
-                except _Invalid:
+                except Invalid:
                     continue
         for key in EXPECT_FIELDS:
             if key not in m:
@@ -784,7 +631,7 @@ class _Compiler:
             raw = m[key]
             try:
                 out.extend(self._check(key, raw, at))
-            except _Invalid:
+            except Invalid:
                 continue
         out.sort(key=lambda c: c.line)  # report failures in file order
         return out
@@ -797,12 +644,12 @@ class _Compiler:
                 return [Check(at, key, value=PhaseSpec.parse(raw))]
             except ValueError as exc:
                 self.err(at, f"phase: {exc}")
-                raise _Invalid from None
+                raise Invalid from None
         if key == "result":
             result = "none" if raw is None else raw
             if result not in RESULTS:
                 self.err(at, f"result must be one of {', '.join(RESULTS)}, not {raw!r}")
-                raise _Invalid
+                raise Invalid
             return [Check(at, key, value=None if result == "none" else result)]
         if key == "winners":
             return [Check(at, key, value=frozenset(s for s, _ in self.refs(raw, at, key)))]
@@ -815,7 +662,7 @@ class _Compiler:
         for slot, item, where in self.per_player(raw, at, key):
             try:
                 out.extend(self._player_check(key, slot, item, where))
-            except _Invalid:
+            except Invalid:
                 continue
         return out
 
@@ -860,7 +707,7 @@ class _Compiler:
             if value not in SHERIFF_RESULTS:
                 self.err(where, f"sheriff must be one of {', '.join(SHERIFF_RESULTS)}, "
                                 f"not {item!r}")
-                raise _Invalid
+                raise Invalid
             return [Check(where, key, slot, None if value == "none" else value)]
         if key == "roles":
             return [Check(where, key, slot, self.role_key(item, where, "roles"))]
@@ -882,13 +729,13 @@ class _Compiler:
         self.unknown_fields(m, MATCHER_FIELDS, "a message")
         if not m:
             self.err(line, "an empty message pattern matches everything")
-            raise _Invalid
+            raise Invalid
         if negative and "count" in m:
             self.err(m.line_of("count"), "count has no meaning in no_messages/no_public")
-            raise _Invalid
+            raise Invalid
         if "night" in m and ("day" in m or "phase" in m):
             self.err(m.line_of("night"), "use `night: N` or `day`/`phase`, not both")
-            raise _Invalid
+            raise Invalid
 
         def opt_text(name: str) -> str | None:
             return None if name not in m else self.text(m[name], m.line_of(name), name)
@@ -906,7 +753,7 @@ class _Compiler:
             if phase not in {p.value for p in Phase}:
                 self.err(m.line_of("phase"), f"unknown event phase {phase!r} "
                                              f"(one of {', '.join(p.value for p in Phase)})")
-                raise _Invalid
+                raise Invalid
         count = None
         if "count" in m:
             count = self.integer(m["count"], m.line_of("count"), "count")
@@ -922,16 +769,6 @@ def _single(name: str, value: Any, line: int) -> LineDict:
     return out
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "nothing"
-    return repr(value)
-
-
 # ---- loading -----------------------------------------------------------------------------
 
 def load_string(text: str, file: str = "<string>") -> list[Scenario]:
@@ -939,7 +776,7 @@ def load_string(text: str, file: str = "<string>") -> list[Scenario]:
     YAML documents. Problems inside a scenario are recorded on it (its
     `errors`, reported by `run`); a file that is not YAML raises ScenarioError."""
     try:
-        docs = list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - safe loader
+        docs = list(yaml.load_all(text, Loader=LineLoader))  # noqa: S506 - safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{file}:{mark.line + 1}" if mark is not None else file
@@ -956,7 +793,7 @@ def load_string(text: str, file: str = "<string>") -> list[Scenario]:
             out.append(_Compiler(file).scenario(doc, doc.line))
         else:
             raise ScenarioError(f"{file}:1: a scenario file holds a scenario mapping or a "
-                                f"list of them, not {_kind(doc)}")
+                                f"list of them, not {kind(doc)}")
     return out
 
 
@@ -1072,45 +909,10 @@ class _Runner:
             self.apply(sc.line, PhaseTimeout())
             if len(g.living()) != alive:
                 self.stop(sc.line, f"reaching start {target} killed someone")
-        for slot in self.sc.state.get("dead", []):
-            p = g.player(slot)
-            p.alive = False
-            p.death = Death(day=g.day, at_night=g.phase is Phase.NIGHT, causes=[], will=p.will,
-                            death_notes=[], role_shown=p.spec.name)
-        for slot, uses in self.sc.state.get("uses", {}).items():
-            g.player(slot).uses.update(uses)
-        for slot in self.sc.state.get("revealed_mayor", []):
-            g.player(slot).revealed = True
-        for slot in self.sc.state.get("framed", []):
-            g.player(slot).framed = True
-        for slot, target_slot in self.sc.state.get("executioner_target", {}).items():
-            g.player(slot).target = target_slot
-        for slot, text in self.sc.state.get("wills", {}).items():
-            g.player(slot).will = text
-        for slot, text in self.sc.state.get("death_notes", {}).items():
-            g.player(slot).death_note = text
-        for slot in self.sc.state.get("guilty_conscience", []):
-            g.player(slot).guilty_conscience = True
-        self.apply_effects()
-
-    def apply_effects(self) -> None:
-        """Prior effects (EFFECT_STATE_FIELDS) at the start point."""
-        g, state = self.g, self.sc.state
-        for slot in state.get("jailed", []):
-            if g.phase is not Phase.NIGHT or not any(p.role == "jailor" for p in g.living()):
-                self.stop(self.sc.state_line, "state.jailed needs a night start and a "
-                                              "living Jailor")
-            g.prisoner = slot
-        for slot in state.get("doused", []):
-            g.player(slot).effects["doused"] = "arsonist"
-        for slot in state.get("blackmailed", []):
-            g.player(slot).effects["blackmailed"] = True
-        for slot, key in state.get("disguised", {}).items():
-            g.player(slot).effects["disguised"] = key
-        for slot, text in state.get("forged_will", {}).items():
-            g.player(slot).death_note = text
-        if "trials_today" in state:
-            g.trials = state["trials_today"]
+        try:
+            apply_prior_state(g, PriorState(**self.sc.state))
+        except SetupError as exc:
+            self.stop(self.sc.state_line, f"state.{exc}")
 
     def step(self, step: Step) -> None:
         g = self.g

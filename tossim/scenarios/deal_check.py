@@ -15,15 +15,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tossim.engine import role_lists
 from tossim.engine.modes import get_mode
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.rules import ConfigError, deal, make_config, role_list
-
-if TYPE_CHECKING:
-    from tossim.engine.scenario import LineDict, _Compiler
+from tossim.scenarios.lines import FieldReader, LineDict
 
 DEAL_FIELDS = ("mode", "roles", "players", "seeds", "refused")
 DEAL_EXPECT_FIELDS = ("factions", "slots", "never", "sometimes", "always")
@@ -48,12 +46,12 @@ class DealSpec:
     line: int = 0
 
 
-def _role_keys(c: _Compiler, value: Any, line: int, what: str) -> frozenset[str]:
+def _role_keys(c: FieldReader, value: Any, line: int, what: str) -> frozenset[str]:
     items = c.sequence(value, line, what)
     return frozenset(c.role_key(x, items.line_at(i), what) for i, x in enumerate(items))
 
 
-def compile_deal(c: _Compiler, block: LineDict, expect: LineDict | None) -> DealSpec:
+def compile_deal(c: FieldReader, block: LineDict, expect: LineDict | None) -> DealSpec:
     """Read a `deal:` block and its `expect:`; problems go to the compiler's
     errors with their line, like every other part of a scenario file."""
     spec = DealSpec(line=block.line)

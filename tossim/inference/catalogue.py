@@ -20,9 +20,10 @@ names only a `backend` plays that backend's built-in entry (`backend_entry`).
 Contract used by the arena and the web client:
 `ModelEntry` (frozen), `load_catalogue(path) -> Catalogue`,
 `Catalogue.get(name)` (KeyError naming the known entries), `Catalogue.names()`,
-`Catalogue.entries` (a tuple of `ModelEntry`, built-ins first), and
-`make_seat_for_entry(entry, slot, seed, ...)`: the one place a seat is built
-from an entry (server, `tossim play`, arena).
+`Catalogue.entries` (a tuple of `ModelEntry`, built-ins first). The seat an
+entry plays is built in `tossim.agents.entry_seat` (`make_seat_for_entry`): the
+catalogue is data that the backends read, so it knows no seats
+(docs/architecture.md, "Layers").
 """
 
 from __future__ import annotations
@@ -34,15 +35,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-if TYPE_CHECKING:
-    from tossim.agents.async_match import ScriptedSeat
-    from tossim.agents.chat_seat import ChatSeat
-    from tossim.agents.llm_seat import LLMSeat
 
 BACKENDS = ("scripted", "local", "vllm", "openai", "chat")
 CONSTRAINTS = ("auto", "json_schema", "tools", "text")
@@ -314,7 +310,6 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
 
 
 _cache: dict[tuple[str, float], Catalogue] = {}
-_keyed: dict[str, Any] = {}  # openai-completions backends of entries with a key
 
 
 def cached_catalogue(path: Path | str | None = None) -> Catalogue:
@@ -331,50 +326,3 @@ def cached_catalogue(path: Path | str | None = None) -> Catalogue:
         _cache.clear()
         _cache[key] = load_catalogue(p)
     return _cache[key]
-
-
-def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str = "",
-                        summaries: Mapping[int, str] | None = None,
-                        persona: str | None = None, protocol: str | None = None,
-                        openai_url: str | None = None, model_dir: str | None = None,
-                        deadline: float | None = None, speech: str | None = None
-                        ) -> ScriptedSeat | LLMSeat | ChatSeat:
-    """The seat that plays `entry` at `slot` (the one place seats are built
-    from entries: the server's make_ai_seat, `tossim play` and the arena).
-    Model backends are shared by the process (one model load, one client and
-    one rate limit per entry). `deadline`: seconds a chat seat may take per
-    turn (it abstains before; default the entry's `turn_seconds`). `speech`
-    overrides the entry's (a lobby seat's or `tossim play --speech`)."""
-    if speech is not None and speech not in ("free", "moves"):
-        raise ValueError(f"speech is free or moves, not {speech!r}")
-    if entry.backend == "chat" and speech == "moves":
-        raise ValueError(f"entry {entry.name!r} is a chat entry: it writes free text")
-    if entry.backend == "scripted":
-        from tossim.agents.async_match import ScriptedSeat
-        return ScriptedSeat(slot, seed)
-    spec: dict[str, Any] = {"persona": persona,
-                            "protocol": protocol or entry.protocol,
-                            "speech": speech or entry.speech}
-    if entry.backend == "chat":
-        from tossim.agents.chat_seat import chat_seat_from_spec
-        from tossim.inference.chat_backend import shared_chat_backend
-        backend = shared_chat_backend(entry)
-        turn = min(entry.turn_seconds, deadline) if deadline else entry.turn_seconds
-        return chat_seat_from_spec(spec, slot, seed, backend, game_id=game_id,
-                                   summaries=summaries, turn_seconds=turn)
-    from tossim.agents.llm_seat import seat_from_spec
-    from tossim.inference.registry import for_entry, make_backend, shared_backend
-    url = entry.base_url or openai_url
-    if entry.backend == "openai" and entry.api_key_env:
-        # a keyed completions server: one backend per entry, the key read now
-        key = entry.model_dump_json()
-        if key not in _keyed:
-            _keyed[key] = make_backend("openai", model=entry.model or model_dir, url=url,
-                                       api_key=entry.api_key())
-        engine = _keyed[key]
-    else:
-        engine = shared_backend(entry.backend, entry.model or model_dir, url)
-    # the entry's sampling (temperature, top_p, max_tokens per request, ...) and
-    # rpm on every request its seats send; the model itself stays shared
-    engine = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json())
-    return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)

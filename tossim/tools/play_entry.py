@@ -11,8 +11,8 @@ from typing import Any
 
 import typer
 
-from tossim.catalogue import CatalogueError, load_catalogue
 from tossim.engine.state import GameConfig
+from tossim.inference.catalogue import CatalogueError, load_catalogue
 
 
 def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: int | None,
