@@ -91,6 +91,9 @@ class GameMirror:
         # forwards the ones after its own count as {"type": "summary"}, so a
         # page shows a new summary without polling for it
         self.summaries: list[int] = []  # the day of each summary notice
+        # a finished game's next lobby ("Play again"), once its players were
+        # offered one: each socket forwards it once as {"type": "next"}
+        self.next_lobby: str | None = None
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -116,6 +119,7 @@ class GameMirror:
         if not self.batches or game.version > self.batches[-1][0]:
             self.batches.append((game.version, None))
         self.finished = row.status == "finished" or game.ended
+        self.next_lobby = row.lobby.get("next") or self.next_lobby
         self._mark()
 
     def _mark(self) -> None:
@@ -143,6 +147,11 @@ class GameMirror:
         if msg.get("type") == "ended":
             self.finished = True
             self._mark()
+            return
+        if msg.get("type") == "next":
+            if isinstance(msg.get("lobby"), str):
+                self.next_lobby = msg["lobby"]
+                self._mark()
             return
         if msg.get("type") == "summary":
             if isinstance(msg.get("day"), int):

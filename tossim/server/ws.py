@@ -206,6 +206,8 @@ class Connection:
         # summary notices of the mirror forwarded so far (a socket that joins
         # later fetches the summaries it needs with its first page load)
         self.summaries_sent: int | None = None
+        # the next lobby this socket has announced (once per socket)
+        self.next_sent: str | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")))
@@ -352,6 +354,7 @@ class Connection:
                     PUSHES_SENT["asgi"] += 1
                     await self.send_raw(push.text)
                 await self._send_summary_notices(mirror)
+                await self._send_next_notice(mirror)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), 1.0)
@@ -377,7 +380,7 @@ class Connection:
             before = (self.sent, self.sent_deadline, self.seq, self.sent_state, self.resuming)
             push = self._next(mirror, False)
             if push is None:
-                if self._summaries_due(mirror):
+                if self._summaries_due(mirror) or self._next_due(mirror):
                     self.wake.set()  # the task sends the notice
                 return
             assert self.direct is not None
@@ -399,6 +402,20 @@ class Connection:
         if self.summaries_sent is None:  # joined now: later notices only
             self.summaries_sent = len(mirror.summaries)
         return len(mirror.summaries) > self.summaries_sent
+
+    def _next_due(self, mirror: GameMirror) -> bool:
+        # never to a delayed spectator: it would tell that the game is over
+        return (not self.delay and mirror.next_lobby is not None
+                and mirror.next_lobby != self.next_sent)
+
+    async def _send_next_notice(self, mirror: GameMirror) -> None:
+        """{"type": "next", "lobby": id, "version": V} once the finished game
+        has a next lobby ("Play again"): every player's end screen offers the
+        same lobby (docs/api.md, "Play again")."""
+        if not self._next_due(mirror):
+            return
+        self.next_sent = mirror.next_lobby
+        await self.send({"type": "next", "lobby": self.next_sent, "version": self.seq})
 
     async def _send_summary_notices(self, mirror: GameMirror) -> None:
         """{"type": "summary", "day": D, "version": V} for each day whose
