@@ -441,6 +441,8 @@ export class GameView {
     this.state = null;
     this.roleSignature = "";
     this.graveSignature = "";
+    // names first: the log's authors are this moment's names, never "Player N"
+    if (state && state.roster) this.names = new Map(state.roster.map((p) => [p.slot, p.name]));
     this.addEvents(events);
     this.scrollToEnd();
     if (state) this.applyState(state);
