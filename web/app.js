@@ -897,6 +897,10 @@ function connectGame(path, view, extra = {}) {
       if (msg.type === "summary" && summaries) summaries.refresh();
       if (msg.type === "thinking" && extra.onThinking) extra.onThinking(msg);
       if (msg.type === "next" && typeof msg.lobby === "string" && extra.onNext) extra.onNext(msg.lobby);
+      if (msg.type === "standins") {
+        view.setStandins(Array.isArray(msg.slots) ? msg.slots : []);
+        if (extra.onStandins) extra.onStandins(msg);
+      }
     },
     onStatus: (status, detail) => {
       view.setConnection(status, detail);
@@ -1215,6 +1219,8 @@ function playPage(gameId) {
   }
 
   const endPanel = h("div", { class: "panel end-panel", testid: "end-panel", hidden: true });
+  // what a stand-in did for this seat while the player was away (docs/api.md, "Stand-ins")
+  const awayNote = h("div", { class: "notice away", testid: "standin-report", role: "status", hidden: true });
   const leave = h("button", { type: "button", class: "ghost small-btn", testid: "leave-seat" }, "Leave seat");
   leave.addEventListener("click", () => {
     if (leave.dataset.armed !== "1") {
@@ -1227,7 +1233,7 @@ function playPage(gameId) {
   });
   const toolbar = h("div", { class: "toolbar" }, leave);
   const body = h("div");
-  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, body));
+  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, awayNote, body));
   const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar,
     notesKey: `tossim.notes.${gameId}` });
   view.setConnection("connecting", "");
@@ -1263,6 +1269,22 @@ function playPage(gameId) {
             showEnd({ ...s, next_lobby: s.next_lobby || nextLobby });
           }).catch(() => {});
         }
+      },
+      onStandins: (msg) => {
+        const away = msg.you;
+        if (!away || (msg.slots || []).includes(seat.slot)) return;
+        const did = Array.isArray(away.did) ? away.did : [];
+        const key = `tossim.away.${gameId}`;
+        const sig = JSON.stringify(away);
+        if (localStorage.getItem(key) === sig) return; // told already
+        localStorage.setItem(key, sig);
+        setChildren(awayNote,
+          h("strong", null, "Welcome back. "),
+          `You were away for a whole phase, so a stand-in (a scripted bot) played your seat from ${away.since} until you returned. `,
+          did.length ? h("span", null, "It ", h("span", { class: "did" }, did.join("; ")), ".") : "It did nothing.",
+          " ",
+          h("button", { type: "button", class: "ghost", testid: "standin-report-close", onclick: () => { awayNote.hidden = true; } }, "OK"));
+        awayNote.hidden = false;
       },
       // a player opened the next lobby: every end screen offers the same one
       onNext: (lobby) => {

@@ -282,3 +282,65 @@ def test_a_bad_watch_link_says_so_and_leads_home(page: Page, server: Server,
     # the 404 answers behind the message are the browser's console noise, not the page's
     page.errors = [e for e in page.errors if "status of 404" not in e]
     page.check_clean()
+
+
+# ---- stand-ins for an absent player ------------------------------------------------------
+
+# nobody can die on Night 1 with this list (the Jailor and Vigilante start on
+# Night 2, the Werewolf on a full moon), so the absent player is alive for
+# their stand-in
+QUIET_FIRST_NIGHT = "Jailor, Vigilante, Doctor, Sheriff, Investigator, Lookout, Werewolf"
+
+
+def test_an_absent_player_is_stood_in_for_and_told_on_return(
+        browser: Any, quick_server: Server, shots: Path) -> None:
+    base = quick_server.base
+    alice, alice_ctx = open_page(browser, base)
+    bob, bob_ctx = open_page(browser, base, 390, 844)
+    try:
+        ap, bp = alice.page, bob.page
+        for pg in (ap, bp):
+            pg.set_default_timeout(30000)
+        ap.goto(base + "/#/")
+        ap.fill(tid("player-name"), "Alice")
+        ap.dispatch_event(tid("player-name"), "change")
+        ap.wait_for_selector(tid("create-seat-7"))
+        ap.select_option(tid("create-mode"), "custom")
+        ap.fill(tid("create-custom-roles"), QUIET_FIRST_NIGHT)
+        ap.select_option(tid("create-seat-2"), "human")
+        ap.select_option(tid("create-speed"), "quick")
+        ap.click(tid("create-submit"))
+        ap.wait_for_selector(tid("lobby-seat-row-2"))
+        gid = game_id_from_hash(ap)
+        bp.goto(f"{base}/#/lobby/{gid}")
+        bp.fill(tid("join-name"), "Bob")
+        bp.click(tid("lobby-join"))
+        bp.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
+        ap.wait_for_selector(tid("kick-2"))
+        ap.click(tid("start-game"))
+        for pg in (ap, bp):
+            pg.wait_for_url(f"**/#/play/{gid}")
+            pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+        # Bob closes the game (his only socket) and stays away a whole phase
+        bp.goto(base + "/#/")
+        ap.wait_for_selector(tid("standin-2"), timeout=60000)
+        assert ap.text_content(tid("standin-2")) == "(stand-in)"
+        assert ap.query_selector(tid("standin-1")) is None
+        found = shoot(ap, shots, "h25-standin-label")
+        assert not any(found.values()), found
+        # he comes back: his seat again at once, and he is told what happened
+        bp.goto(f"{base}/#/play/{gid}")
+        bp.wait_for_selector(f"{tid('standin-report')}:not([hidden])")
+        report = bp.text_content(tid("standin-report"))
+        assert "a stand-in (a scripted bot) played your seat from Day 2" in report, report
+        ap.wait_for_selector(tid("standin-2"), state="detached")
+        assert bp.query_selector(tid("standin-2")) is None
+        found = shoot(bp, shots, "h25-standin-report")
+        assert not any(found.values()), found
+        bp.click(tid("standin-report-close"))
+        assert bp.is_hidden(tid("standin-report"))
+        alice.check_clean()
+        bob.check_clean()
+    finally:
+        alice_ctx.close()
+        bob_ctx.close()

@@ -94,6 +94,10 @@ class GameMirror:
         # a finished game's next lobby ("Play again"), once its players were
         # offered one: each socket forwards it once as {"type": "next"}
         self.next_lobby: str | None = None
+        # seats a stand-in plays now, and each seat's last absence (what its
+        # stand-in did: forwarded to that seat's own sockets only)
+        self.standins: list[int] = []
+        self.away: dict[str, Any] = {}
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -146,6 +150,12 @@ class GameMirror:
     async def _on_message(self, msg: dict[str, Any]) -> None:
         if msg.get("type") == "ended":
             self.finished = True
+            self._mark()
+            return
+        if msg.get("type") == "standins":
+            self.standins = [s for s in msg.get("slots") or [] if isinstance(s, int)]
+            away = msg.get("away")
+            self.away = dict(away) if isinstance(away, dict) else {}
             self._mark()
             return
         if msg.get("type") == "next":
