@@ -107,6 +107,22 @@ async def test_export_reads_seat_turns_when_the_store_has_them(tmp_path: Path) -
     write_dataset(games, turns, tmp_path / "o")  # the Parquet schema takes it
 
 
+async def test_export_marks_a_stand_ins_turns(tmp_path: Path) -> None:
+    """A human seat's commands sent by its stand-in (origin standin:N, the
+    player away) are exported as the stand-in's, the player's own are not."""
+    db, store, _ = await _arena_db(tmp_path)
+    (live,) = await store.list_games(status="live")
+    said = {"type": "chat", "actor": 1, "channel": "public"}
+    await store.append(live.id, [(1, "standin:1", {**said, "text": "a bot speaking"}),
+                                 (2, "seat:1", {**said, "text": "I am back"})], [],
+                       day=1, phase="day1")
+    games, turns = await export_rows(store, [live.id])
+    await store.close()
+    marks = [(json.loads(t["action"])["text"], t["standin"]) for t in turns]
+    assert marks == [("a bot speaking", True), ("I am back", False)]
+    write_dataset(games, turns, tmp_path / "o")  # the Parquet schema takes it
+
+
 async def test_export_refuses_unknown_ids(tmp_path: Path) -> None:
     store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'e.db'}")
     with pytest.raises(ValueError, match="no arena"):

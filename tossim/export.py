@@ -127,7 +127,7 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
                     "role": role_of(d["slot"]), "source": "seat_turns",
                     "prompt": d.get("prompt"), "output": d.get("output"),
                     "steps": _json(d.get("steps")), "action": _json(d.get("action")),
-                    "tokens": _json(d.get("tokens"))})
+                    "tokens": _json(d.get("tokens")), "standin": False})
             continue
         for seq, origin, data, day, phase in positions:
             actor = data.get("actor")
@@ -137,7 +137,8 @@ async def export_rows(store: Any, game_ids: Sequence[str] | None = None,
                 "game_id": gid, "slot": actor, "seq": seq, "day": day, "phase": phase,
                 "entry": entry_of.get(actor), "role": role_of(actor), "source": "commands",
                 "prompt": None, "output": None, "steps": None, "action": _json(data),
-                "tokens": None})
+                # a scripted bot's turn for an absent human (docs/api.md, "Stand-ins")
+                "tokens": None, "standin": origin.startswith("standin:")})
     return games, turns
 
 

@@ -3,13 +3,15 @@
 //   #/lobby/{id}                a lobby: seats, invite link; its owner starts it and changes it
 //   #/play/{id}                 play the seat this browser holds (token in localStorage)
 //   #/watch/{id}?viewer=..&v=.. watch live or replay (public | omniscient | seat number);
-//                               v: open at that event version (a moment link)
+//                               v: open at that event version (a moment link);
+//                               at: open at that moment (public events passed: another
+//                               view's position); spoilers=1: spoilers shown
 //   #/rules, #/roles            the rules and the roles (docs/rules.md, docs/roles.md)
 
 import { ApiError, GameSocket, getJSON, listOf, loadRoleFacts, postJSON, api } from "./api.js";
 import { h, setChildren, setText, syncSelect } from "./dom.js";
 import { GameView, allRoleFacts, phaseTitle, resultText, roleStats, setRoleFacts } from "./render.js";
-import { ReplayBar, derive } from "./replay.js";
+import { ReplayBar, derive, isPublic, momentOf } from "./replay.js";
 import { ThinkingPanel } from "./thinking.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -117,8 +119,8 @@ function summaryLine(g) {
   return bits.join(" · ");
 }
 
-async function joinLobby(lobbyId, name) {
-  const res = await postJSON(`/api/lobbies/${enc(lobbyId)}/join`, { name });
+async function joinLobby(lobbyId, name, slot = null) {
+  const res = await postJSON(`/api/lobbies/${enc(lobbyId)}/join`, slot ? { name, slot } : { name });
   const seat = { game_id: res.game_id, lobby_id: lobbyId, slot: res.slot, token: res.token, name };
   saveSeat(seat);
   return seat;
@@ -141,7 +143,22 @@ function gameHref(g, finished) {
   const id = gameIdOf(g);
   if (g.status === "lobby") return `#/lobby/${enc(id)}`;
   if (!finished && loadSeat(id)) return `#/play/${enc(id)}`;
-  return `#/watch/${enc(id)}?viewer=${finished ? "omniscient" : "public"}`;
+  return `#/watch/${enc(id)}?viewer=public`;
+}
+
+/**
+ * The page for a link to a game or lobby this server does not have (a typo,
+ * a game from another server or an old database): a plain message and the
+ * way home, instead of a game page that would wait for a game forever.
+ */
+function showMissing(what, id) {
+  document.title = "Not found · ToSSim";
+  setChildren(root, h("section", { class: "panel narrow missing", testid: "not-found", role: "alert" },
+    h("h2", null, what === "lobby" ? "No such lobby" : "No such game"),
+    h("p", null, `This server has no ${what} with the id `, h("code", null, String(id)),
+      ". The link may be mistyped, or the game was on another server."),
+    h("p", { class: "button-row" },
+      h("a", { class: "button primary", href: "#/", testid: "not-found-home" }, "Home: games and lobbies"))));
 }
 
 function field(label, id, control, hint) {
@@ -164,8 +181,9 @@ function route() {
     a.setAttribute("aria-current", String(a.dataset.route === (parts[0] || "home")));
   }
   if (parts[0] === "watch" && parts[1]) {
-    const v = params.get("v");
-    page = watchPage(parts[1], params.get("viewer") || "public", v !== null && /^\d+$/.test(v) ? Number(v) : null);
+    const num = (key) => (/^\d+$/.test(params.get(key) || "") ? Number(params.get(key)) : null);
+    const at = num("v") !== null ? { v: num("v") } : num("at") !== null ? { m: num("at") } : null;
+    page = watchPage(parts[1], params.get("viewer") || "public", at, params.get("spoilers") === "1");
   } else if (parts[0] === "play" && parts[1]) page = playPage(parts[1]);
   else if (parts[0] === "lobby" && parts[1]) page = lobbyPage(parts[1]);
   else if (parts[0] === "roles") page = rolesPage();
@@ -455,7 +473,7 @@ function homePage() {
           mine && !finished ? h("a", { class: "button primary", href: `#/play/${enc(id)}` }, "Play") : null,
           h("a", {
             class: "button", testid: `watch-${id}`,
-            href: `#/watch/${enc(id)}?viewer=${finished ? "omniscient" : "public"}`,
+            href: `#/watch/${enc(id)}?viewer=public`, // a replay: no spoilers until asked
           }, finished ? "Replay" : "Watch")));
     }));
   };
@@ -564,18 +582,67 @@ function lobbyPage(lobbyId) {
   const joinNameField = h("label", { class: "join-name", hidden: true, for: "join-name" }, "Your name ", joinName);
   const leaveBtn = h("button", { type: "button", class: "ghost", testid: "leave-seat", hidden: true }, "Leave seat");
   const note = h("p", { class: "hint", testid: "lobby-note" });
+  // shown when the server frees this browser's claim (the host removed us)
+  const removed = h("div", { class: "notice removed", testid: "removed-notice", role: "alert", hidden: true });
 
   setChildren(root, h("section", { class: "panel lobby-page", testid: "lobby-page" },
     title, line, roles,
     h("div", { class: "field invite" }, h("label", { for: "invite" }, "Invite link"),
       h("div", { class: "button-row" }, invite, copy)),
-    error, seatsEl, note, h("div", { class: "button-row" }, joinNameField, joinBtn, leaveBtn), ownerPanel,
+    removed, error, seatsEl, note, h("div", { class: "button-row" }, joinNameField, joinBtn, leaveBtn), ownerPanel,
     h("p", null, h("a", { href: "#/", class: "button ghost" }, "Back to lobbies"))));
 
   let cat = null;
   let lobby = null;
   let stopped = false;
   let timer = null;
+  let seatSocket = null; // the held seat's socket: closed 4401 when its claim is freed
+  let wasRemoved = false;
+
+  const renderRemoved = () => {
+    removed.hidden = !wasRemoved || Boolean(loadSeat(lobbyId));
+    if (removed.hidden || !lobby) return;
+    const free = humanSeats(lobby).filter((s) => !s.claimed);
+    setChildren(removed,
+      h("strong", null, "You were removed from this lobby. "),
+      h("span", null, free.length ? "You can join again: pick a free seat."
+        : "No human seat is free now: you can watch once it starts."),
+      h("div", { class: "button-row" }, free.map((s) => h("button", {
+        type: "button", class: "primary", testid: `rejoin-${s.slot}`,
+        onclick: async (ev) => {
+          ev.currentTarget.disabled = true;
+          try {
+            await joinLobby(lobbyId, joinName.value.trim() || playerName(), s.slot);
+            await poll(false);
+          } catch (err) {
+            showError(`Could not join: ${errorText(err)}`);
+            await poll(false);
+          }
+        },
+      }, `Take seat ${s.slot}`))));
+  };
+
+  /** Follow the held seat's socket: the server closes it (4401) once the claim is freed. */
+  const watchSeat = () => {
+    const mine = loadSeat(lobbyId);
+    if (stopped || !mine || (seatSocket && seatSocket.token === mine.token)) return;
+    if (seatSocket) seatSocket.close();
+    const socket = new GameSocket(`/ws/games/${enc(lobbyId)}`, {
+      token: mine.token,
+      onHello: () => poll(false), // the game started: go to it
+      onStatus: (status, detail) => {
+        if (status !== "closed" || !/4401/.test(detail || "")) return;
+        if (seatSocket === socket) seatSocket = null;
+        const held = loadSeat(lobbyId);
+        if (!held || held.token !== mine.token) return; // left on purpose (here or in another tab)
+        forgetSeat(lobbyId);
+        wasRemoved = true;
+        poll(false);
+      },
+    });
+    seatSocket = socket;
+    socket.connect();
+  };
 
   const patch = async (body) => {
     showError("");
@@ -625,6 +692,7 @@ function lobbyPage(lobbyId) {
       return h("li", { class: "lobby-seat", testid: `lobby-seat-row-${s.slot}` }, parts);
     }));
     const free = humanSeats(lobby).filter((s) => !s.claimed);
+    renderRemoved();
     joinBtn.hidden = Boolean(mine) || free.length === 0;
     joinNameField.hidden = joinBtn.hidden;
     leaveBtn.hidden = !mine;
@@ -669,6 +737,10 @@ function lobbyPage(lobbyId) {
   leaveBtn.addEventListener("click", async () => {
     const mine = loadSeat(lobbyId);
     if (!mine) return;
+    if (seatSocket) {
+      seatSocket.close(); // leaving on purpose: its 4401 is no news
+      seatSocket = null;
+    }
     try {
       lobby = await api("DELETE", `/api/lobbies/${enc(lobbyId)}/seats/${mine.slot}`, undefined, { Authorization: `Bearer ${mine.token}` });
     } catch (err) {
@@ -689,9 +761,14 @@ function lobbyPage(lobbyId) {
       if (stopped) return;
       if (lobby.status !== "lobby") return goToGame();
       render();
+      watchSeat();
     } catch (err) {
+      if (err instanceof ApiError && err.status === 404 && !lobby) {
+        stopped = true; // no such lobby: say so, stop asking
+        return showMissing("lobby", lobbyId);
+      }
       showError(`Cannot load the lobby: ${errorText(err)}`);
-      if (err instanceof ApiError && err.status === 404) return; // no such lobby: stop asking
+      if (err instanceof ApiError && err.status === 404) return; // gone: stop asking
     }
     if (again && !stopped) timer = setTimeout(poll, 2000);
   }
@@ -704,6 +781,7 @@ function lobbyPage(lobbyId) {
     destroy() {
       stopped = true;
       clearTimeout(timer);
+      if (seatSocket) seatSocket.close();
     },
   };
 }
@@ -818,6 +896,11 @@ function connectGame(path, view, extra = {}) {
     onOther: (msg) => {
       if (msg.type === "summary" && summaries) summaries.refresh();
       if (msg.type === "thinking" && extra.onThinking) extra.onThinking(msg);
+      if (msg.type === "next" && typeof msg.lobby === "string" && extra.onNext) extra.onNext(msg.lobby);
+      if (msg.type === "standins") {
+        view.setStandins(Array.isArray(msg.slots) ? msg.slots : []);
+        if (extra.onStandins) extra.onStandins(msg);
+      }
     },
     onStatus: (status, detail) => {
       view.setConnection(status, detail);
@@ -838,14 +921,15 @@ function connectGame(path, view, extra = {}) {
  * A game page for spectators. A live game streams (its socket), and the replay
  * bar lets the viewer jump back and return to live; a finished game loads its
  * replay (GET /api/games/{id}/replay?viewer=...) and opens at the start, or
- * at `atVersion` (a moment link), with spoilers hidden.
+ * at `openAt` ({v}: a moment link; {m}: the moment another view was at), with
+ * spoilers hidden unless `spoilersShown`.
  */
-function watchPage(gameId, viewer, atVersion) {
+function watchPage(gameId, viewer, openAt, spoilersShown) {
   document.title = "Watching · ToSSim";
   const select = h("select", { id: "viewer", testid: "viewer-select", "aria-label": "Point of view" });
   const options = (roster, finished) => [
     { value: "public", label: "Public view" },
-    { value: "omniscient", label: finished ? "Omniscient (all roles)" : "Omniscient (all roles, AI thinking)" },
+    { value: "omniscient", label: finished ? "Omniscient (all roles, with spoilers)" : "Omniscient (all roles, AI thinking)" },
     ...roster.map((p) => ({ value: String(p.slot), label: `As ${p.slot}. ${p.name}` })),
   ];
   syncSelect(select, options([]));
@@ -857,8 +941,10 @@ function watchPage(gameId, viewer, atVersion) {
   };
   ensureOption();
   select.addEventListener("change", () => {
-    const v = hook.replay && !hook.replay.atLive ? `&v=${currentVersion()}` : "";
-    location.hash = `#/watch/${enc(gameId)}?viewer=${enc(select.value)}${v}`;
+    // the same moment of the game (event numbers differ between views)
+    const at = bar && !bar.atLive ? `&at=${momentOf(events, bar.n)}` : "";
+    const spoil = bar && bar.spoilers ? "&spoilers=1" : "";
+    location.hash = `#/watch/${enc(gameId)}?viewer=${enc(select.value)}${at}${spoil}`;
   });
   const toolbar = h("div", { class: "toolbar" },
     h("label", { for: "viewer", class: "small muted" }, "View"), select);
@@ -882,10 +968,6 @@ function watchPage(gameId, viewer, atVersion) {
   let bar = null;
   let stopped = false;
   let rosterSig = "";
-  const currentVersion = () => {
-    const e = events[(bar ? bar.n : events.length) - 1];
-    return e ? e.v : 0;
-  };
   const momentLink = (v) => `#/watch/${enc(gameId)}?viewer=${enc(viewer)}&v=${v}`;
 
   const show = (n, { spoilers, live }) => {
@@ -893,8 +975,11 @@ function watchPage(gameId, viewer, atVersion) {
       view.showEvents(events, liveState);
       view.setConnection(liveState.phase === "ended" ? "ended" : "live", "");
     } else {
-      const state = derive(events, n, { spoilers, viewerSlot });
-      view.showEvents(events.slice(0, n), state);
+      // a finished game's replay keeps every view's secrets behind the
+      // spoiler switch; a live game's history shows what this view saw
+      const hidden = spoilers || Boolean(socket);
+      const state = derive(events, n, { spoilers, viewerSlot, hidden });
+      view.showEvents(events.slice(0, n).filter((e) => hidden || isPublic(e)), state);
       view.setConnection(socket && !socket.finished ? "history" : "replay", "");
       // a replay shows the summaries of the days that ended before this moment
       if (summaries && !socket) summaries.phase(state.day, state.phase);
@@ -904,6 +989,7 @@ function watchPage(gameId, viewer, atVersion) {
   const makeBar = (live) => {
     bar = new ReplayBar({
       live,
+      spoilers: spoilersShown,
       onSeek: show,
       momentLink,
       fileName: `tossim-${shortId(gameId)}-${viewer}.json`,
@@ -914,14 +1000,17 @@ function watchPage(gameId, viewer, atVersion) {
     setChildren(barSlot, bar.el);
   };
 
+  let endSummary = null;
   const showEnd = (summary) => {
+    endSummary = summary;
     const mine = loadSeat(gameId);
     // no result here: it would spoil the replay (the result banner shows it at the end)
     setChildren(endPanel,
       h("strong", null, "This game is over. "),
       h("span", { class: "muted" }, "Replay it below, or play another."),
+      nextOffer(gameId, summary),
       h("div", { class: "button-row" },
-        playAgainButton(summary),
+        playAgainButton(summary, gameId),
         h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
         mine ? h("a", { class: "button ghost", href: `#/play/${enc(gameId)}` }, "Your seat") : null));
     endPanel.hidden = false;
@@ -944,7 +1033,8 @@ function watchPage(gameId, viewer, atVersion) {
     makeBar(false);
     bar.setEvents(events);
     if (thinking) thinking.load(gameId); // the replay was served: the view is allowed
-    if (atVersion !== null) bar.seekVersion(atVersion);
+    if (openAt && openAt.v !== undefined) bar.seekVersion(openAt.v);
+    else if (openAt) bar.seekMoment(openAt.m);
     else bar.seek(0);
     if (summary) showEnd(summary);
   };
@@ -963,10 +1053,11 @@ function watchPage(gameId, viewer, atVersion) {
           if (state) liveState = state;
           const atLive = bar.atLive;
           bar.setEvents(events);
-          if (atVersion !== null && fresh.length) {
-            const v = atVersion;
-            atVersion = null;
-            bar.seekVersion(v);
+          if (openAt !== null && fresh.length) {
+            const at = openAt;
+            openAt = null;
+            if (at.v !== undefined) bar.seekVersion(at.v);
+            else bar.seekMoment(at.m);
             return false;
           }
           if (state && state.phase === "ended") {
@@ -975,6 +1066,7 @@ function watchPage(gameId, viewer, atVersion) {
           return atLive;
         },
         onThinking: (msg) => thinking && thinking.add(msg),
+        onNext: (lobby) => endSummary && showEnd({ ...endSummary, next_lobby: lobby }),
         onState: (state) => {
           const sig = (state.roster || []).map((p) => p.name).join("|");
           if (sig !== rosterSig) {
@@ -1007,6 +1099,13 @@ function watchPage(gameId, viewer, atVersion) {
     if (summary.status === "finished") startReplay(summary);
     else startLive();
   }).catch((err) => {
+    if (stopped) return;
+    if (err instanceof ApiError && err.status === 404) {
+      stopped = true; // nothing to connect to: the page says so, with no game shell
+      view.destroy();
+      showMissing("game", gameId);
+      return;
+    }
     setChildren(notice, `Cannot open this game: ${errorText(err)}. `, h("a", { href: "#/" }, "Home"));
     notice.hidden = false;
   });
@@ -1023,13 +1122,65 @@ function watchPage(gameId, viewer, atVersion) {
   };
 }
 
-/** "Play again": a new lobby with the same mode, players, speed and seats, a new seed. */
-function playAgainButton(summary) {
+/**
+ * A finished game's next lobby for one of its players (POST
+ * /api/games/{id}/next, this browser's seat token as the bearer): the first
+ * player to ask makes it (and owns it), everyone who asks gets a seat in the
+ * same lobby (docs/api.md, "Play again").
+ */
+async function goToNextLobby(gameId) {
+  const seat = loadSeat(gameId);
+  const res = await api("POST", `/api/games/${enc(gameId)}/next`, {}, { Authorization: `Bearer ${seat.token}` });
+  if (res.owner_token) localStorage.setItem(OWNER_KEY(res.id), res.owner_token);
+  if (res.seat) saveSeat({ ...res.seat, lobby_id: res.id, name: seat.name || playerName() });
+  location.hash = `#/lobby/${enc(res.id)}`;
+}
+
+/** A played game whose next lobby exists: say so and offer it (a seat in it, for this game's players). */
+function nextOffer(gameId, summary) {
+  if (!summary || !summary.next_lobby) return null;
+  const mine = loadSeat(gameId);
+  const join = mine
+    ? h("button", {
+      type: "button", class: "primary", testid: "next-lobby",
+      onclick: async (ev) => {
+        const btn = ev.currentTarget;
+        btn.disabled = true;
+        try {
+          await goToNextLobby(gameId);
+        } catch (err) {
+          btn.disabled = false;
+          setText(btn, `Join the next game (failed: ${errorText(err)})`);
+        }
+      },
+    }, "Join the next game")
+    : h("a", { class: "button primary", testid: "next-lobby", href: `#/lobby/${enc(summary.next_lobby)}` }, "Open the next game");
+  return h("div", { class: "next-offer", testid: "next-offer" },
+    h("span", null, "A player of this game opened the next one: same settings, a new deal. "), join);
+}
+
+/**
+ * "Play again": for a player of a game with human seats, the game's one next
+ * lobby (shared with the other players); otherwise a new lobby with the same
+ * mode, players, speed and seats, a new seed.
+ */
+function playAgainButton(summary, gameId) {
   if (!summary || !summary.mode) return null;
+  const shared = Boolean(gameId && loadSeat(gameId) && humanSeats(summary).length);
+  if (shared && summary.next_lobby) return null; // nextOffer's button joins it
   const btn = h("button", {
     type: "button", class: "primary", testid: "play-again",
     onclick: async () => {
       btn.disabled = true;
+      if (shared) {
+        try {
+          await goToNextLobby(gameId);
+        } catch (err) {
+          btn.disabled = false;
+          setText(btn, `Play again (failed: ${errorText(err)})`);
+        }
+        return;
+      }
       const seats = seatsOf(summary).map((s) => (s.kind === "human" ? { slot: s.slot, kind: "human" }
         : s.model ? { slot: s.slot, kind: "ai", model: s.model } : { slot: s.slot, kind: "ai", backend: s.backend || "scripted" }));
       const humans = seats.some((s) => s.kind === "human");
@@ -1068,6 +1219,8 @@ function playPage(gameId) {
   }
 
   const endPanel = h("div", { class: "panel end-panel", testid: "end-panel", hidden: true });
+  // what a stand-in did for this seat while the player was away (docs/api.md, "Stand-ins")
+  const awayNote = h("div", { class: "notice away", testid: "standin-report", role: "status", hidden: true });
   const leave = h("button", { type: "button", class: "ghost small-btn", testid: "leave-seat" }, "Leave seat");
   leave.addEventListener("click", () => {
     if (leave.dataset.armed !== "1") {
@@ -1080,7 +1233,7 @@ function playPage(gameId) {
   });
   const toolbar = h("div", { class: "toolbar" }, leave);
   const body = h("div");
-  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, body));
+  setChildren(root, h("div", { class: "play-page", testid: "play-page" }, endPanel, awayNote, body));
   const view = new GameView(body, { mode: "play", send: (cmd) => hook.send(cmd), toolbar,
     notesKey: `tossim.notes.${gameId}` });
   view.setConnection("connecting", "");
@@ -1088,6 +1241,20 @@ function playPage(gameId) {
   let summaries = null;
   let stopped = false;
   let ended = false;
+  let endSummary = null;
+  let nextLobby = null;
+
+  const showEnd = (s) => {
+    endSummary = s;
+    setChildren(endPanel,
+      h("strong", null, "Game over. "), h("span", null, `${resultText(s.result)} `),
+      nextOffer(gameId, s),
+      h("div", { class: "button-row" },
+        playAgainButton(s, gameId),
+        h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
+        h("a", { class: "button ghost", href: `#/watch/${enc(gameId)}?viewer=omniscient`, testid: "open-replay" }, "Replay with all roles")));
+    endPanel.hidden = false;
+  };
 
   const connect = () => {
     summaries = followSummaries(gameId, view);
@@ -1099,18 +1266,43 @@ function playPage(gameId) {
           ended = true;
           getJSON(`/api/games/${enc(gameId)}`).then((s) => {
             if (stopped) return;
-            setChildren(endPanel,
-              h("strong", null, "Game over. "), h("span", null, `${resultText(s.result)} `),
-              h("div", { class: "button-row" },
-                playAgainButton(s),
-                h("a", { class: "button", href: "#/", testid: "back-to-lobbies" }, "Back to lobbies"),
-                h("a", { class: "button ghost", href: `#/watch/${enc(gameId)}?viewer=omniscient`, testid: "open-replay" }, "Replay with all roles")));
-            endPanel.hidden = false;
+            showEnd({ ...s, next_lobby: s.next_lobby || nextLobby });
           }).catch(() => {});
         }
       },
+      onStandins: (msg) => {
+        const away = msg.you;
+        if (!away || (msg.slots || []).includes(seat.slot)) return;
+        const did = Array.isArray(away.did) ? away.did : [];
+        const key = `tossim.away.${gameId}`;
+        const sig = JSON.stringify(away);
+        if (localStorage.getItem(key) === sig) return; // told already
+        localStorage.setItem(key, sig);
+        setChildren(awayNote,
+          h("strong", null, "Welcome back. "),
+          `You were away for a whole phase, so a stand-in (a scripted bot) played your seat from ${away.since} until you returned. `,
+          did.length ? h("span", null, "It ", h("span", { class: "did" }, did.join("; ")), ".") : "It did nothing.",
+          " ",
+          h("button", { type: "button", class: "ghost", testid: "standin-report-close", onclick: () => { awayNote.hidden = true; } }, "OK"));
+        awayNote.hidden = false;
+      },
+      // a player opened the next lobby: every end screen offers the same one
+      onNext: (lobby) => {
+        nextLobby = lobby;
+        if (endSummary) showEnd({ ...endSummary, next_lobby: lobby });
+      },
       onStatus: (status, detail) => {
-        if (status === "closed") view.showError(`Disconnected: ${detail}. Your seat token may be invalid.`);
+        if (status !== "closed") return;
+        if (/4401/.test(detail || "")) {
+          // the server no longer knows this browser's claim: removed from the lobby, or left
+          forgetSeat(gameId);
+          setChildren(endPanel, h("strong", { testid: "seat-lost" }, "You no longer hold a seat in this game. "),
+            h("span", null, "You were removed from its lobby or gave the seat up before it started."),
+            h("div", { class: "button-row" },
+              h("a", { class: "button primary", href: `#/watch/${enc(gameId)}?viewer=public` }, "Watch it"),
+              h("a", { class: "button", href: "#/" }, "Home")));
+          endPanel.hidden = false;
+        } else view.showError(`Disconnected: ${detail}.`);
       },
     });
   };
@@ -1118,7 +1310,14 @@ function playPage(gameId) {
     if (stopped) return;
     if (s.status === "lobby") location.hash = `#/lobby/${enc(gameId)}`;
     else connect();
-  }).catch(() => !stopped && connect());
+  }).catch((err) => {
+    if (stopped) return;
+    if (err instanceof ApiError && err.status === 404) {
+      stopped = true;
+      view.destroy();
+      showMissing("game", gameId);
+    } else connect();
+  });
 
   return {
     destroy() {

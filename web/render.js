@@ -148,6 +148,7 @@ export class GameView {
     // at night for the Mafia, it must never go to Everyone the next morning
     this.draftChoice = null;
     this.seats = new Map(); // slot -> the game summary's seat (kind, backend/model)
+    this.standins = new Set(); // human seats a stand-in plays while their player is away
     this.speed = "";
     this.build(opts.toolbar);
     this.tick = setInterval(() => this.updateCountdown(), 250);
@@ -441,6 +442,8 @@ export class GameView {
     this.state = null;
     this.roleSignature = "";
     this.graveSignature = "";
+    // names first: the log's authors are this moment's names, never "Player N"
+    if (state && state.roster) this.names = new Map(state.roster.map((p) => [p.slot, p.name]));
     this.addEvents(events);
     this.scrollToEnd();
     if (state) this.applyState(state);
@@ -544,6 +547,12 @@ export class GameView {
 
   // ---- roster, graveyard, role card ----------------------------------------------
 
+  /** The seats stand-ins play now (a `standins` message): labelled in the roster. */
+  setStandins(slots) {
+    this.standins = new Set((slots || []).map(Number));
+    if (this.state) this.renderRoster(this.state);
+  }
+
   renderRoster(state) {
     const you = state.you || null;
     const mates = new Set((you && you.teammates) || []);
@@ -567,6 +576,10 @@ export class GameView {
         // an AI seat, or a human seat nobody took (a scripted bot plays it)
         tags.push(h("span", { class: "tag ai", testid: `seat-kind-${p.slot}`, title: "An AI plays this seat" },
           `AI · ${seat.kind === "ai" ? seat.model || seat.backend || "scripted" : "scripted"}`));
+      }
+      if (this.standins.has(p.slot)) {
+        tags.push(h("span", { class: "tag standin", testid: `standin-${p.slot}`,
+          title: "The player is away: a scripted bot plays this seat until they come back" }, "(stand-in)"));
       }
       if (p.revealed_mayor) tags.push(h("span", { class: "tag mayor" }, "Mayor"));
       if (you && you.target === p.slot) tags.push(h("span", { class: "tag target" }, "target"));

@@ -24,8 +24,13 @@ export function segmentLabel(e) {
  * `spoilers`: false shows only what the chosen view knew by then; true shows
  * every role these events ever reveal, and the result.
  * `viewerSlot`: the seat whose view this is (its role card), or null.
+ * `hidden`: false leaves out every event that was not public (roles dealt,
+ * night results, private chats): a finished game's replay with spoilers off
+ * shows no view's secrets.
+ * The roster (every seat's name) is there from the start: names are public
+ * from the first event, and a replay opened at event 0 lists the players.
  */
-export function derive(events, n, { spoilers = false, viewerSlot = null } = {}) {
+export function derive(events, n, { spoilers = false, viewerSlot = null, hidden = true } = {}) {
   const players = new Map(); // slot -> {slot, name, alive, role, revealed_mayor, death}
   let day = 1;
   let phase = "day1";
@@ -38,17 +43,18 @@ export function derive(events, n, { spoilers = false, viewerSlot = null } = {}) 
     const p = players.get(Number(slot));
     if (p && role) p.role = role;
   };
+  const start = events.find((e) => e.key === "game.start");
+  const seated = start && start.data && Array.isArray(start.data.players) ? start.data.players : [];
+  for (const p of seated) {
+    players.set(Number(p.slot), { slot: Number(p.slot), name: p.name, alive: true, role: null, revealed_mayor: false });
+  }
+  if (you && players.has(you.slot)) you.name = players.get(you.slot).name;
   const upto = spoilers ? events.length : n;
   for (let i = 0; i < upto; i += 1) {
     const e = events[i];
+    if (!hidden && !isPublic(e)) continue;
     const d = e.data || {};
     const now = i < n; // effects beyond the moment only reveal roles (spoilers)
-    if (e.key === "game.start" && Array.isArray(d.players)) {
-      for (const p of d.players) {
-        players.set(Number(p.slot), { slot: Number(p.slot), name: p.name, alive: true, role: null, revealed_mayor: false });
-      }
-      if (you && players.has(you.slot)) you.name = players.get(you.slot).name;
-    }
     if (ROLE_KEYS.has(e.key) && d.player) learnRole(d.player, d.role);
     if (e.key === "game.role") {
       // omniscient events name their audience; a player's view holds only its own card
@@ -127,9 +133,38 @@ export function derive(events, n, { spoilers = false, viewerSlot = null } = {}) 
     trial: { accused, votes: phase === "voting" ? tally : {} },
     result,
     winners,
-    you: you && you.role ? you : null,
+    you: you && you.role && hidden ? you : null,
     legal: [],
   };
+}
+
+/** Whether every viewer saw this event (events without an audience: yes). */
+export function isPublic(e) {
+  return !e.audience || e.audience === "public";
+}
+
+/**
+ * A position as the game's moment rather than an index into one view's
+ * events: how many public events (which every view has) it has passed.
+ * Another point of view opens at the same moment with atMoment().
+ */
+export function momentOf(events, n) {
+  let m = 0;
+  for (let i = 0; i < Math.min(n, events.length); i += 1) if (isPublic(events[i])) m += 1;
+  return m;
+}
+
+/** The position in `events` of moment `m`: just after its m-th public event. */
+export function atMoment(events, m) {
+  if (m <= 0) return 0;
+  let seen = 0;
+  for (let i = 0; i < events.length; i += 1) {
+    if (isPublic(events[i])) {
+      seen += 1;
+      if (seen === m) return i + 1;
+    }
+  }
+  return events.length;
 }
 
 /** Index ranges of each day and night, and the marks (deaths, trials, the end). */
@@ -168,7 +203,7 @@ export class ReplayBar {
     this.speed = 1;
     this.timer = null;
     this.atLive = Boolean(opts.live);
-    this.spoilers = false;
+    this.spoilers = Boolean(opts.spoilers);
     this.build();
     this.onKey = (ev) => this.key(ev);
     document.addEventListener("keydown", this.onKey);
@@ -193,9 +228,10 @@ export class ReplayBar {
       this.speed = Number(this.speedSel.value) || 1;
       if (this.playing) this.schedule();
     });
-    this.spoilerBox = h("input", { type: "checkbox", id: "rp-spoilers", testid: "rp-spoilers" });
+    this.spoilerBox = h("input", { type: "checkbox", id: "rp-spoilers", testid: "rp-spoilers", checked: this.spoilers });
     this.spoilerBox.addEventListener("change", () => {
       this.spoilers = this.spoilerBox.checked;
+      this.renderTrack();
       this.emit();
     });
     this.liveBtn = h("button", {
@@ -216,7 +252,7 @@ export class ReplayBar {
       h("div", { class: "rp-timeline" }, this.track, this.range),
       this.jumps,
       h("div", { class: "rp-row" },
-        h("label", { for: "rp-spoilers", class: "check" }, this.spoilerBox, " Show spoilers (all roles, the result)"),
+        h("label", { for: "rp-spoilers", class: "check" }, this.spoilerBox, " Show spoilers (hidden roles, night results, the result)"),
         this.linkEl, this.exportEl));
   }
 
@@ -232,10 +268,16 @@ export class ReplayBar {
     return follow;
   }
 
+  /** A finished game's replay without spoilers marks only what has happened by now. */
+  get hidesFuture() {
+    return !this.opts.live && !this.spoilers;
+  }
+
   renderTrack() {
     const total = Math.max(1, this.events.length);
-    const { segments, marks } = timeline(this.events);
-    const sig = `${this.events.length}`;
+    const { segments, marks: all } = timeline(this.events);
+    const marks = this.hidesFuture ? all.filter((m) => m.i < this.n) : all;
+    const sig = `${this.events.length}|${marks.length}`;
     if (this.track.dataset.sig === sig) return;
     this.track.dataset.sig = sig;
     setChildren(this.track,
@@ -260,6 +302,7 @@ export class ReplayBar {
   }
 
   update() {
+    this.renderTrack();
     this.range.value = String(this.n);
     const e = this.events[this.n - 1];
     const where = e ? `${segmentLabel(e)} · event ${this.n}/${this.events.length}` : `start · 0/${this.events.length}`;
@@ -295,6 +338,12 @@ export class ReplayBar {
     });
     this.atLive = false;
     this.seek(n);
+  }
+
+  /** Open at the game's moment `m` (momentOf: another view's position). */
+  seekMoment(m) {
+    this.atLive = false;
+    this.seek(atMoment(this.events, m));
   }
 
   step(delta) {

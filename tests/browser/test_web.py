@@ -1214,13 +1214,11 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
     events = public["events"]
     versions = [e["v"] for e in events]
     pg = page.page
-    # the finished games list links to the replay
+    # the finished games list links to the replay, public view (no spoilers)
     pg.goto(server.base + "/#/")
     pg.click(tid(f"watch-{gid}"))
-    pg.wait_for_url(f"**/#/watch/{gid}?viewer=omniscient")
+    pg.wait_for_url(f"**/#/watch/{gid}?viewer=public")
     pg.wait_for_selector(tid("replay-bar"))
-    pg.select_option(tid("viewer-select"), "public")
-    pg.wait_for_url(f"**/#/watch/{gid}?viewer=public*")
     pg.wait_for_selector(tid("rp-range"))
     # it opens at the start: no events, no result (spoilers), no "Live"
     pg.wait_for_function("() => document.querySelector('[data-testid=rp-position]')"
@@ -1247,7 +1245,8 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
     pg.wait_for_function("() => document.querySelectorAll('[data-testid=event-log] > li')"
                          ".length >= 4")
     pg.keyboard.press(" ")  # pause
-    # the timeline marks deaths and trials
+    # the timeline marks deaths and trials, once reached (spoilers off)
+    pg.keyboard.press("End")
     assert pg.query_selector_all(tid("rp-mark-death"))
     # jump to Day 2: only the roles revealed by then, no result; spoilers show them all
     pg.click(tid("rp-jump-day-2"))
@@ -1275,9 +1274,10 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
         pg.click(tid("rp-export"))
     data = json.loads(Path(download.value.path()).read_text())
     assert data["events"] == events and data["viewer"] == "public"
-    # a player's point of view, at the same moment: that seat's role card
+    # a player's point of view, at the same moment, spoilers on: that seat's role card
+    pg.check(tid("rp-spoilers"))
     pg.select_option(tid("viewer-select"), "3")
-    pg.wait_for_url(f"**/#/watch/{gid}?viewer=3&v={versions[day2 - 1]}")
+    pg.wait_for_url(f"**/#/watch/{gid}?viewer=3&at={day2}&spoilers=1")
     pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
     role3 = next(e["data"]["role"] for e in events
                  if e["key"] == "game.roles" and e["data"]["player"] == 3)

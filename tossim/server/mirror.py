@@ -91,6 +91,13 @@ class GameMirror:
         # forwards the ones after its own count as {"type": "summary"}, so a
         # page shows a new summary without polling for it
         self.summaries: list[int] = []  # the day of each summary notice
+        # a finished game's next lobby ("Play again"), once its players were
+        # offered one: each socket forwards it once as {"type": "next"}
+        self.next_lobby: str | None = None
+        # seats a stand-in plays now, and each seat's last absence (what its
+        # stand-in did: forwarded to that seat's own sockets only)
+        self.standins: list[int] = []
+        self.away: dict[str, Any] = {}
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -116,6 +123,7 @@ class GameMirror:
         if not self.batches or game.version > self.batches[-1][0]:
             self.batches.append((game.version, None))
         self.finished = row.status == "finished" or game.ended
+        self.next_lobby = row.lobby.get("next") or self.next_lobby
         self._mark()
 
     def _mark(self) -> None:
@@ -143,6 +151,17 @@ class GameMirror:
         if msg.get("type") == "ended":
             self.finished = True
             self._mark()
+            return
+        if msg.get("type") == "standins":
+            self.standins = [s for s in msg.get("slots") or [] if isinstance(s, int)]
+            away = msg.get("away")
+            self.away = dict(away) if isinstance(away, dict) else {}
+            self._mark()
+            return
+        if msg.get("type") == "next":
+            if isinstance(msg.get("lobby"), str):
+                self.next_lobby = msg["lobby"]
+                self._mark()
             return
         if msg.get("type") == "summary":
             if isinstance(msg.get("day"), int):

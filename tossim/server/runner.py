@@ -71,6 +71,7 @@ from tossim.server.bus import (
 )
 from tossim.server.day_summaries import DaySummaries
 from tossim.server.settings import Settings
+from tossim.server.standins import StandIns, describe
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import ConflictError, Store
 
@@ -92,6 +93,9 @@ SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
     "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
 }
 
+
+# What a stand-in never does for an absent player (tossim.server.standins)
+STANDIN_KEEPS_OFF = ("will", "death_note")
 
 # A model seat is abandoned this long after its turn deadline
 # (docs/agents.md#deadlines; the deadline itself: loop.phase_turn_seconds).
@@ -221,6 +225,10 @@ class GameActor:
         self.hold_until: float | None = None
         self.held: dict[int, Vote] = {}
         self._think_task: asyncio.Task[None] | None = None
+        # human seats away for a whole phase are played by scripted stand-ins
+        # (tossim.server.standins); a resumed game trusts its first phase
+        self.standins = StandIns(self.humans, trusted=bool(stored))
+        self.standin_seats: dict[int, AISeat] = {}
 
     @property
     def deterministic(self) -> bool:
@@ -271,6 +279,11 @@ class GameActor:
             if msg.get("type") == "sync":
                 # a new mirror (in any process) asks for what the store lacks
                 await self._publish_deadline()
+                if self.standins.active or self.standins.returned:
+                    await self._publish_standins()
+                continue
+            if msg.get("type") == "presence":
+                await self._presence(msg)
                 continue
             if self.flat_out:  # fast and paced games have no human seats to serve
                 if msg.get("reply_to"):
@@ -278,6 +291,47 @@ class GameActor:
                         "ok": False, "error": "this game takes no seat commands"})
                 continue
             await self.queue.put(msg)
+
+    # ---- stand-ins for absent players ------------------------------------------------
+    async def _presence(self, msg: dict[str, Any]) -> None:
+        """A seat socket opened or closed (in any process): a player back
+        takes their seat from its stand-in at once."""
+        slot, sid = msg.get("slot"), str(msg.get("socket", ""))
+        if not isinstance(slot, int) or self.flat_out:
+            return
+        if not msg.get("open"):
+            self.standins.closed(slot, sid)
+        elif self.standins.opened(slot, sid):
+            self._end_standin(slot)
+            await self._publish_standins()
+
+    def _end_standin(self, slot: int) -> None:
+        self.standin_seats.pop(slot, None)
+        self.held.pop(slot, None)  # a held vote was the stand-in's, not the player's
+
+    async def _phase_over(self) -> None:
+        """At each new phase of a timed game: seats nobody had open during
+        the whole phase before get a stand-in (a scripted bot) from now on."""
+        living = {p.slot for p in self.game.players if p.alive}
+        label = f"{'Night' if self.game.phase is Phase.NIGHT else 'Day'} {self.game.day}"
+        new = self.standins.phase_over(living, label)
+        for slot in new:
+            log.info("game %s: seat %d was away for a whole phase; a stand-in plays it",
+                     self.game_id, slot)
+            self.standin_seats[slot] = make_ai_seat(
+                {"kind": "ai", "backend": "scripted"}, slot, self.config.seed,
+                game_id=self.game_id, summaries=self.summaries, settings=self.settings)
+            self.seen[slot] = 0
+            self.metrics.setdefault(slot, SeatMetrics())
+        if new:
+            await self._publish_standins()
+
+    async def _publish_standins(self) -> None:
+        await self.bus.publish(game_channel(self.game_id), self.standins.message())
+
+    def _plays(self, slot: int) -> bool:
+        """Whether the server asks this seat: an AI seat, or a stand-in's."""
+        return slot in self.ai or slot in self.standin_seats
 
     async def _publish_deadline(self) -> None:
         await self.bus.publish(game_channel(self.game_id), {
@@ -455,7 +509,7 @@ class GameActor:
         started = time.perf_counter()
         deadline = (self.settings.model_deadline if slot in self.models
                     else self.settings.ai_deadline)
-        seat = self.ai[slot]
+        seat = self.ai[slot] if slot in self.ai else self.standin_seats[slot]
         if slot in self.models:  # it acts before its turn deadline, or is abandoned
             turn_deadline = turn_deadline or self._turn_deadline()
             deadline = min(deadline, turn_deadline - time.monotonic() + TURN_GRACE_S)
@@ -489,11 +543,17 @@ class GameActor:
                     self.held[slot] = cmd
                     continue
                 self.held.pop(slot, None)
+            standin = slot in self.standin_seats
+            if standin and cmd.to_dict().get("type") in STANDIN_KEEPS_OFF:
+                continue  # the will and death note are the player's own words
             try:
                 if problem is not None:
                     raise IllegalCommand(problem, "intention")
-                self._apply(cmd, f"ai:{slot}")
+                self._apply(cmd, f"standin:{slot}" if standin else f"ai:{slot}")
                 m.commands += 1
+                if standin:
+                    names = {p.slot: p.name for p in self.game.players}
+                    self.standins.did(slot, describe(cmd.to_dict(), names))
             except IllegalCommand as exc:
                 m.faults += 1
                 m.fault_kinds[exc.fault] = m.fault_kinds.get(exc.fault, 0) + 1
@@ -570,7 +630,11 @@ class GameActor:
 
     async def _run_realtime(self) -> None:
         game = self.game
+        first = True
         while not game.ended:
+            if not first:
+                await self._phase_over()
+            first = False
             seq = game.phase_seq
             started = time.time()
             self.deadline = started + self._duration()
@@ -588,7 +652,7 @@ class GameActor:
                                                                     for f in
                                                                     self._ask_times(slot, seq)]))
                     for slot in seats_to_ask(game)
-                    if slot in self.ai and seq not in self.acted.get(slot, ())]
+                    if self._plays(slot) and seq not in self.acted.get(slot, ())]
             try:
                 while game.phase_seq == seq and not game.ended:
                     now = time.time()
@@ -617,15 +681,15 @@ class GameActor:
             wait = when - time.time()
             if wait > 0:
                 await asyncio.sleep(wait)
-            if self.game.phase_seq != seq or self.game.ended:
-                return
+            if self.game.phase_seq != seq or self.game.ended or not self._plays(slot):
+                return  # (a stand-in whose player came back asks no more)
             cmds = await self._decide(slot)
             await self.queue.put({"type": "ai", "slot": slot, "commands": cmds,
                                   "phase_seq": seq})
 
     async def _handle(self, item: dict[str, Any], seq: int) -> None:
         if item.get("type") == "ai":
-            if item["phase_seq"] == self.game.phase_seq:
+            if item["phase_seq"] == self.game.phase_seq and self._plays(item["slot"]):
                 self._apply_seat_commands(item["slot"], item["commands"])
                 await self._flush()
             return
@@ -650,6 +714,10 @@ class GameActor:
             cmd = command_from_dict({**raw, "actor": int(item["slot"])})
             if isinstance(cmd, PhaseTimeout):
                 raise MalformedCommand("a seat cannot end a phase")
+            slot = int(item["slot"])
+            if self.standins.give_back(slot):  # the player is back (any socket)
+                self._end_standin(slot)
+                await self._publish_standins()
             self._apply(cmd, f"seat:{item['slot']}")
             await self._flush()
         except MalformedCommand as exc:
@@ -665,6 +733,8 @@ class GameActor:
 
         quality = game_quality(self.game)  # play quality from the full event log
         for slot, m in self.metrics.items():
+            if slot in self.humans:
+                continue  # a stand-in's decisions are not a seat's play to rate
             data = m.to_dict()
             seat = self.ai.get(slot)
             if isinstance(seat, MODEL_SEATS):

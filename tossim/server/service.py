@@ -145,6 +145,17 @@ class JoinIn(Strict):
         return _clean_name(v)
 
 
+class NextIn(Strict):
+    """A finished game's player asks for its next lobby ("Play again")."""
+    # the name to play under (default: the name this player had in the game)
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str | None) -> str | None:
+        return None if v is None else _clean_name(v)
+
+
 class LobbySettingsIn(Strict):
     """What a lobby's owner may change before the start: the speed and the
     seats nobody has claimed (human or AI, and which AI)."""
@@ -525,7 +536,9 @@ async def summary(store: Store, game_id: str) -> dict[str, Any]:
     row = await get_row(store, game_id)
     out = lobby_out(row)
     out.update({"day": row.day, "phase": row.phase, "version": 0,
-                "result": row.result, "winners": row.winners, "graveyard": []})
+                "result": row.result, "winners": row.winners, "graveyard": [],
+                # the lobby its players were offered after it ended ("Play again")
+                "next_lobby": row.lobby.get("next")})
     if row.status in ("live", "finished"):
         game = await rebuild(store, game_id, row)
         # a live game with human seats: the public sequence (the game's own
@@ -564,3 +577,69 @@ async def replay(store: Store, game_id: str, viewer_text: str) -> dict[str, Any]
         out["seed"] = None
         out["commands"] = []
     return out
+
+
+def next_lobby_id(game_id: str) -> str:
+    """The id of a finished game's next lobby, derived from the game's: two
+    players clicking "Play again" at once (in any process) name the same
+    lobby, and the store lets only one of them create it."""
+    return hashlib.sha256(f"tossim-next:{game_id}".encode()).hexdigest()[:32]
+
+
+def bearer(authorization: str | None) -> str:
+    if authorization and authorization[:7].lower() == "bearer ":
+        return authorization[7:].strip()
+    return ""
+
+
+async def play_again(store: Store, game_id: str, body: NextIn, authorization: str | None,
+                     settings: Settings | None = None) -> tuple[GameRow, dict[str, Any], bool]:
+    """"Play again" for a finished game with human seats: one next lobby per
+    game (same mode, players, speed, role list and seat kinds; a new deal),
+    made by the first player who asks, who owns it; every player who asks
+    takes a seat in it (their old slot when it is free). The caller proves
+    they played the game with that game's seat token (Bearer).
+
+    Returns the next lobby, what is shown to this caller once (`owner_token`
+    for its creator, `seat` when a seat was claimed) and whether this call
+    created it. A lobby that started meanwhile, or has no free human seat,
+    gives no seat: the caller can watch it."""
+    row = await get_row(store, game_id)
+    token = bearer(authorization)
+    mine = next((s for s in row.seats if s.kind == "human" and s.claimed and s.token_hash
+                 and token and secrets.compare_digest(token_hash(token), s.token_hash)), None)
+    if mine is None:
+        raise ServiceError(403, "only a player of this game (with its seat token) can "
+                                "ask for its next lobby")
+    if row.status != "finished":
+        raise ServiceError(409, "this game is not over yet")
+    next_id = next_lobby_id(game_id)
+    spec = LobbyIn(mode=row.config["mode"], players=row.config["players"],
+                   speed=row.lobby.get("speed", "standard"),
+                   roles=list(row.config.get("role_list") or []) or None,
+                   seats=[SeatSpec(slot=s.slot, kind="human") if s.kind == "human"
+                          else SeatSpec(slot=s.slot, kind="ai", model=s.model,
+                                        persona=s.persona) if s.model
+                          else SeatSpec(slot=s.slot, kind="ai", backend=s.backend or "scripted",
+                                        persona=s.persona)
+                          for s in row.seats])
+    shown: dict[str, Any] = {}
+    created = True
+    try:
+        _, shown = await open_lobby(store, spec, settings=settings, game_id=next_id)
+    except ConflictError:
+        created = False  # another player's click made it first
+    if created:
+        await store.set_lobby_field(game_id, "next", next_id)
+    name = body.name or mine.name
+    nxt = await get_row(store, next_id)
+    free = [s.slot for s in nxt.seats if s.kind == "human" and not s.claimed]
+    if nxt.status == "lobby" and free:
+        slot = mine.slot if mine.slot in free else None
+        try:
+            shown["seat"] = await join(store, next_id, JoinIn(name=name, slot=slot))
+        except ServiceError as exc:
+            if exc.status != 409:
+                raise
+            # the seat went to someone else meanwhile, or the name is taken: no seat
+    return await get_row(store, next_id), shown, created

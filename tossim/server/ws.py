@@ -200,6 +200,10 @@ class Connection:
         # summary notices of the mirror forwarded so far (a socket that joins
         # later fetches the summaries it needs with its first page load)
         self.summaries_sent: int | None = None
+        # the next lobby this socket has announced (once per socket)
+        self.next_sent: str | None = None
+        # the stand-ins message last sent (docs/api.md, "Stand-ins")
+        self.standins_sent: dict[str, Any] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message, separators=(",", ":")))
@@ -237,9 +241,13 @@ class Connection:
             senders = [asyncio.create_task(self._follow(mirror))]
             if self.sees_thinking:
                 senders.append(asyncio.create_task(self._follow_thinking()))
+            socket_id = uuid.uuid4().hex
+            await self._presence(socket_id, True)
             try:
                 await self._receive(mirror)
             finally:
+                with contextlib.suppress(Exception):
+                    await self._presence(socket_id, False)
                 for sender in senders:
                     sender.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -248,6 +256,15 @@ class Connection:
             pass
         finally:
             await hub.release(mirror)
+
+    async def _presence(self, socket_id: str, is_open: bool) -> None:
+        """A seat socket tells the game's actor (in whichever process) that
+        it opened or closed: a seat with none open for a whole phase gets a
+        stand-in, and gets its player back when one opens (tossim.server.standins)."""
+        if self.slot is None:
+            return
+        await self.ws.app.state.bus.publish(command_channel(self.game_id), {
+            "type": "presence", "slot": self.slot, "socket": socket_id, "open": is_open})
 
     async def _until_started(self) -> bool:
         """Wait (answering pings) until the game has started: a seat may
@@ -346,6 +363,8 @@ class Connection:
                     PUSHES_SENT["asgi"] += 1
                     await self.send_raw(push.text)
                 await self._send_summary_notices(mirror)
+                await self._send_next_notice(mirror)
+                await self._send_standins(mirror)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), 1.0)
@@ -371,7 +390,8 @@ class Connection:
             before = (self.sent, self.sent_deadline, self.seq, self.sent_state, self.resuming)
             push = self._next(mirror, False)
             if push is None:
-                if self._summaries_due(mirror):
+                if (self._summaries_due(mirror) or self._next_due(mirror)
+                        or self._standins_due(mirror)):
                     self.wake.set()  # the task sends the notice
                 return
             assert self.direct is not None
@@ -393,6 +413,40 @@ class Connection:
         if self.summaries_sent is None:  # joined now: later notices only
             self.summaries_sent = len(mirror.summaries)
         return len(mirror.summaries) > self.summaries_sent
+
+    def _standins_of(self, mirror: GameMirror) -> dict[str, Any]:
+        """Which seats stand-ins play (for everyone) and, for a seat's own
+        socket only, what its stand-in did while the player was away."""
+        mine = mirror.away.get(str(self.slot)) if self.slot is not None else None
+        return {"slots": list(mirror.standins), "you": mine}
+
+    def _standins_due(self, mirror: GameMirror) -> bool:
+        if self.delay:  # a delayed view would see the label ahead of the game
+            return False
+        now = self._standins_of(mirror)
+        if self.standins_sent is None:
+            return bool(now["slots"] or now["you"])
+        return now != self.standins_sent
+
+    async def _send_standins(self, mirror: GameMirror) -> None:
+        if not self._standins_due(mirror):
+            return
+        self.standins_sent = self._standins_of(mirror)
+        await self.send({"type": "standins", **self.standins_sent, "version": self.seq})
+
+    def _next_due(self, mirror: GameMirror) -> bool:
+        # never to a delayed spectator: it would tell that the game is over
+        return (not self.delay and mirror.next_lobby is not None
+                and mirror.next_lobby != self.next_sent)
+
+    async def _send_next_notice(self, mirror: GameMirror) -> None:
+        """{"type": "next", "lobby": id, "version": V} once the finished game
+        has a next lobby ("Play again"): every player's end screen offers the
+        same lobby (docs/api.md, "Play again")."""
+        if not self._next_due(mirror):
+            return
+        self.next_sent = mirror.next_lobby
+        await self.send({"type": "next", "lobby": self.next_sent, "version": self.seq})
 
     async def _send_summary_notices(self, mirror: GameMirror) -> None:
         """{"type": "summary", "day": D, "version": V} for each day whose

@@ -440,6 +440,17 @@ class Store(ArenaQueries, LeaseQueries):
                 .values(name=f"Player {slot}", token_hash=None, claimed=False))
             return res.rowcount == 1
 
+    async def set_lobby_field(self, game_id: str, key: str, value: Any) -> None:
+        """Set one field of a game's `lobby` document, in any status (a
+        finished game's pointer to its next lobby). Raises GameNotFound."""
+        async with self._tx() as conn:
+            doc = (await conn.execute(sa.select(T.games.c.lobby).where(T.games.c.id == game_id)
+                                      .with_for_update())).scalar()
+            if doc is None:
+                raise GameNotFound(game_id)
+            await conn.execute(sa.update(T.games).where(T.games.c.id == game_id)
+                               .values(lobby={**doc, key: value}))
+
     async def seat_for_token(self, game_id: str, token_hash: str) -> SeatRow | None:
         async with self._read() as conn:
             row = (await conn.execute(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Header, HTTPException, Query, Request
 
 from tossim.server import service
+from tossim.server.bus import game_channel
 from tossim.server.deps import call
+from tossim.server.lobby_watch import notify_lobby
 from tossim.server.routes.errors import answers
 
 router = APIRouter(prefix="/api/games", tags=["games"])
@@ -69,3 +71,23 @@ async def get_turns(game_id: str, request: Request,
     turns = await store.turns(game_id, slot)
     keys = ("slot", "seq", "day", "phase", "steps", "action", "move")
     return {"turns": [{k: t.get(k) for k in keys} for t in turns]}
+
+
+@router.post("/{game_id}/next", responses=answers(400, 403, 404, 409, 413))
+async def play_again(game_id: str, body: service.NextIn, request: Request,
+                     authorization: Annotated[str | None, Header(
+                         description="Bearer <this game's seat token>")] = None,
+                     ) -> dict[str, Any]:
+    """"Play again" for a finished game's players: the game's one next lobby
+    (same settings, a new deal), made by the first player who asks (who gets
+    its `owner_token`), with a `seat` claimed for each player who asks. Every
+    socket still on the finished game is told (`{"type": "next", "lobby"}`),
+    and its summary's `next_lobby` points there."""
+    state = request.app.state
+    row, shown, created = await call(service.play_again(
+        state.store, game_id, body, authorization, settings=state.settings))
+    if created:
+        await state.bus.publish(game_channel(game_id), {"type": "next", "lobby": row.id})
+    if "seat" in shown:
+        await notify_lobby(state.bus, row.id, "seats", slot=shown["seat"]["slot"])
+    return {**service.lobby_out(row), **shown, "created": created}

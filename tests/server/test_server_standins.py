@@ -1,0 +1,66 @@
+"""Stand-ins (docs/api.md, "Stand-ins"): a human seat with no socket open for
+a whole phase is played by a scripted bot, labelled for everyone, its
+commands stored as the stand-in's; the seat is given back when the player's
+socket opens, and only the player is told what the stand-in did."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from .support import Server, ServerFactory
+
+
+async def standin_commands(server: Server, gid: str, slot: int,
+                           timeout: float = 30) -> list[dict[str, object]]:
+    """The stored commands of the seat's stand-in, once there is one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = await server.store.commands(gid)
+        mine = [data for _, origin, data in rows if origin == f"standin:{slot}"]
+        if mine:
+            return mine
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no command of a stand-in for seat {slot} in {timeout} s")
+
+
+async def test_an_absent_player_gets_a_stand_in_until_they_return(
+        server_factory: ServerFactory) -> None:
+    server = await server_factory(time_scale=0.05)
+    c = server.client
+    r = await c.post("/api/lobbies", json={"players": 7, "speed": "quick", "name": "Alice",
+                                           "seats": [{"slot": 1, "kind": "human"}]})
+    assert r.status_code == 201, r.text
+    gid, token = r.json()["id"], r.json()["seat"]["token"]
+    r = await c.post(f"/api/lobbies/{gid}/start",
+                     headers={"Authorization": f"Bearer {r.json()['owner_token']}"})
+    assert r.status_code == 200, r.text
+
+    async with server.ws_connect(f"/ws/games/{gid}/watch?viewer=public") as watcher:
+        # Alice never opened the game: after its first phase a stand-in plays her seat
+        note = await watcher.recv_type("standins", timeout=30)
+        assert note["slots"] == [1] and note["you"] is None
+        done = await standin_commands(server, gid, 1)
+        assert all(d.get("actor") == 1 for d in done)
+        assert not [o for _, o, _ in await server.store.commands(gid) if o == "seat:1"]
+
+        # she comes back: the seat is hers again at once, and she is told
+        async with server.seat_connect(gid, token) as ws:
+            back = await ws.until(lambda m: m["type"] == "standins" and m["slots"] == [])
+            assert back["you"]["since"].startswith(("Day", "Night"))
+            assert back["you"]["did"], back  # what the stand-in did, in words
+            # everyone else sees the label go, and never what the stand-in did
+            gone = await watcher.until(lambda m: m["type"] == "standins" and m["slots"] == [])
+            assert gone["you"] is None
+            assert not [m for m in watcher.messages if m["type"] == "standins" and m["you"]]
+            count = len([o for _, o, _ in await server.store.commands(gid)
+                         if o == "standin:1"])
+            # from now on the seat's commands are hers: two more phases, no stand-in
+            await ws.send({"type": "command", "command": {"type": "will", "text": "back"}})
+            seq = max(m["state"]["phase_seq"] for m in ws.messages
+                      if m["type"] == "events" and m.get("state"))
+            await ws.until(lambda m: m["type"] == "events" and bool(m.get("state")) and (
+                m["state"]["phase_seq"] >= seq + 2 or m["state"]["phase"] == "ended"))
+            origins = [o for _, o, _ in await server.store.commands(gid)]
+            assert len([o for o in origins if o == "standin:1"]) == count
+            assert "seat:1" in origins
