@@ -83,3 +83,17 @@ def test_a_repeat_cut_off_by_the_token_budget_is_degenerate() -> None:
 ])
 def test_common_openers_are_not_names(text: str) -> None:
     assert check(text) is None
+
+
+def test_a_sentence_said_again_with_another_number_or_verb_is_degenerate() -> None:
+    """Day summaries the bundled model wrote in the demo (seen on the page)."""
+    looping = ("15 players voted to keep the game on the same day. 13 players chose to keep "
+               "the game on the same day. 14 players chose to keep the game on the same day.")
+    assert (degenerate(looping, player_names=NAMES) or "").startswith("repeated sentence")
+    varied = ("The town of Salem has decided to pardon Player 5, a man accused of lynching a "
+              "town member. The town has chosen to pardon Player 5, a man accused of lynching "
+              "a town member.")
+    assert (degenerate(varied, player_names=NAMES) or "").startswith("repeated sentence")
+    # different sentences about the same players are not a repeat
+    assert degenerate("Player 4 claimed Doctor on Day 2. Player 5 claimed Sheriff and voted "
+                      "Player 4 on Day 3.", player_names=NAMES) is None

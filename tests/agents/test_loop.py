@@ -126,12 +126,15 @@ def test_cut_speech_is_closed_at_a_word() -> None:
 
 def test_half_written_name_is_completed_with_a_legal_one() -> None:
     r, _ = run(["<thinking>x</thinking>", '<whisper to="Player 5">hi</whisper>',
-                "<thinking>y</thinking>", '<whisper to="Player 5">hi</whisper>'],
+                "<thinking>y</thinking>", '<whisper to="Player 5">hi</whisper>',
+                "<thinking>z</thinking>", "<wait></wait>"],
                LoopConfig(action_tokens=len('<whisper to="Pla')))
     closed = [s["text"] for s in r.steps if s["kind"] == "action"][0]
     assert re.fullmatch(r'<whisper to="Player [124568]">\.\.\. \.\.\. \.\.\.</whisper>', closed)
-    # the loop's filler is not a player's line: the guard refuses it twice, the seat waits
-    assert r.command is None and r.stats.degenerate == {"no letters": 2} and r.stats.silenced
+    # the loop's filler is not a player's line: the guard refuses it twice,
+    # then the seat may only say a move (no whisper): here it waits
+    assert r.command is None and r.stats.degenerate == {"no letters": 2}
+    assert not r.stats.silenced and not r.stats.moved
     r2, _ = run(["<thinking>x</thinking>", "<vote>Player 1</vote>"],
                 LoopConfig(action_tokens=len("<vote>Player")))
     assert isinstance(r2.command, Vote)
@@ -218,9 +221,16 @@ def test_a_speech_copied_from_the_prompt_is_resampled_once() -> None:
     assert "[guard] Not sent: copied from the prompt" in r.transcript
 
 
-def test_a_second_degenerate_speech_becomes_a_wait() -> None:
-    r, _ = run(["<thinking>x</thinking>", "<speak>Dave, you are the game.</speak>",
-                "<thinking>y</thinking>", "<speak>You are the game. You are the game.</speak>"])
-    assert r.command is None and r.action == "wait" and r.stats.silenced
+def test_a_second_degenerate_speech_becomes_a_structured_move() -> None:
+    backend_outputs = ["<thinking>x</thinking>", "<speak>Dave, you are the game.</speak>",
+                       "<thinking>y</thinking>",
+                       "<speak>You are the game. You are the game.</speak>",
+                       "<thinking>z</thinking>", "<speak>claim Investigator</speak>"]
+    r, backend = run(backend_outputs, LoopConfig(action_tokens=90, turn_tokens=400))
+    assert isinstance(r.command, Chat) and "Investigator" in r.command.text
+    assert r.move is not None and r.stats.moved and not r.stats.silenced
     assert not r.stats.forced  # the loop's budget was not the reason
     assert r.stats.degenerate == {"not a player": 1, "repeated sentence": 1}
+    # the last action was constrained to moves; the model was shown them
+    assert "Say it as one of these moves instead" in r.transcript
+    assert "claim" in backend.requests[-1].regex

@@ -81,15 +81,15 @@ def quick_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, *, time_scale: str,
-           demo: bool) -> Iterator[Server]:
+           demo: bool, demo_backend: str = "scripted") -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("tossim-web")
     port = free_port()
     log = tmp / "server.log"
     env = dict(os.environ)
     env["TOSSIM_TIME_SCALE"] = time_scale
     # the demo's seats here are scripted bots, so the page tests see a game that
-    # moves; the bundled-model demo is covered by tests/server and tests/inference
-    env["TOSSIM_DEMO_BACKEND"] = "scripted"
+    # moves; the bundled-model demo: test_bundled_demo.py
+    env["TOSSIM_DEMO_BACKEND"] = demo_backend
     env.pop("TOSSIM_SPECTATOR_DELAY", None)
     env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"  # the pages make many lobbies from one address
     db = f"sqlite+aiosqlite:///{tmp}/t.db"

@@ -157,3 +157,15 @@ async def test_a_command_the_game_took_up_too_late_is_not_applied(server: Server
     commands = await server.store.commands(game_id)
     assert [d for _s, o, d in commands if o == "seat:1" and d["type"] == "will"] == [
         {**late, "actor": 1}]
+
+
+def test_only_free_text_models_write_the_summaries_everyone_reads() -> None:
+    """A structured-move seat (the bundled small model) writes no summary:
+    its games keep the extractive one (`writes_summaries`)."""
+    from tossim.server.day_summaries import writes_summaries
+
+    backend = GatedBackend()
+    small = seat_from_spec({"speech": "moves"}, 2, 7, backend)
+    capable = seat_from_spec({"speech": "free"}, 3, 7, backend)
+    assert not writes_summaries(small) and writes_summaries(capable)
+    assert not writes_summaries(object())  # a scripted bot writes none

@@ -84,16 +84,33 @@ def copied_run(text: str, sources: set[tuple[str, ...]], n: int = COPY_RUN) -> s
     return None
 
 
+NEAR_SAME = 0.8
+"""Two sentences of `NEAR_MIN` words or more sharing this share of their
+words (numbers aside) are one sentence said twice: a looping model varies a
+number or a verb ("13 players chose to keep the game on the same day. 14
+players chose ...")."""
+NEAR_MIN = 5
+
+
+def _near(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    if min(len(a), len(b)) < NEAR_MIN:
+        return False
+    sa = {"#" if w.isdigit() else w for w in a}
+    sb = {"#" if w.isdigit() else w for w in b}
+    return len(sa & sb) / len(sa | sb) >= NEAR_SAME
+
+
 def _repeated_sentence(text: str) -> str | None:
-    """A sentence of two words or more said twice; or a last, unfinished
-    sentence (text cut off by the token budget) that starts one said before."""
+    """A sentence of two words or more said twice, or nearly (`NEAR_SAME`);
+    or a last, unfinished sentence (text cut off by the token budget) that
+    starts one said before."""
     seen: list[tuple[str, ...]] = []
     parts = _SENTENCE_END.split(text)
     for i, s in enumerate(parts):
         key = tuple(words(s))
         if len(key) < 2:
             continue
-        if key in seen:
+        if key in seen or any(_near(key, k) for k in seen):
             return " ".join(key)
         cut = i == len(parts) - 1 and not text.rstrip().endswith((".", "!", "?"))
         if cut and len(key) >= 3 and any(k[:len(key)] == key for k in seen):

@@ -48,6 +48,7 @@ class AgentMetrics:
     forced: int = 0
     repeated_tools: int = 0  # tool calls refused as repeats within one thought
     silenced: int = 0  # turns whose text the guard refused twice (the seat waited)
+    moved: int = 0  # turns whose free text the guard refused twice, said as a move instead
     faults: dict[str, int] = field(default_factory=dict)
     # texts the guard refused, by kind (docs/agents.md "The text guard")
     degenerate: dict[str, int] = field(default_factory=dict)
@@ -100,6 +101,7 @@ class AgentMetrics:
         self.forced += int(s.forced)
         self.repeated_tools += s.repeated_tools
         self.silenced += int(s.silenced)
+        self.moved += int(s.moved)
         for mine, theirs in ((self.faults, s.faults), (self.degenerate, s.degenerate)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
@@ -118,7 +120,7 @@ class AgentMetrics:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
                      "malformed", "forced", "timed_turns", "time_given", "time_used",
-                     "thinking_cut", "misses", "repeated_tools", "silenced"):
+                     "thinking_cut", "misses", "repeated_tools", "silenced", "moved"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
                              (self.moves, other.moves), (self.degenerate, other.degenerate),
@@ -168,6 +170,7 @@ class AgentMetrics:
             "malformed": self.malformed, "forced": self.forced,
             "faults": dict(sorted(self.faults.items())), "seconds": round(self.seconds, 3),
             "repeated_tools": self.repeated_tools, "silenced": self.silenced,
+            "moved": self.moved,
             "degenerate": dict(sorted(self.degenerate.items())),
             "mean_turn_seconds": round(self.seconds / turns, 3),
             "max_turn_seconds": round(self.max_seconds, 3),

@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import fault_observation, may_wait, to_command
+from tossim.agents.actions import fault_observation, final_tags, may_wait, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.grammar import (
     Choice,
@@ -68,7 +68,14 @@ from tossim.agents.grammar import (
 from tossim.agents.guard import reason_kind
 from tossim.agents.lines import guard_action, guard_observation
 from tossim.agents.memory import SeatMemory
-from tossim.agents.moves import SPEECH_MODES, SPEECH_TAGS, Move, speak_move, structured_choices
+from tossim.agents.moves import (
+    SPEECH_MODES,
+    SPEECH_TAGS,
+    Move,
+    speak_move,
+    structured_choices,
+)
+from tossim.agents.moves import action_lines as moves_action_lines
 from tossim.agents.personas import Persona
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import ProtocolError
@@ -90,6 +97,11 @@ DEFAULT_THINK_BUDGET: dict[str, int] = {
     "day1": 160, "discussion": 160, "voting": 128, "defense": 128, "judgement": 64,
     "last_words": 64, "night": 128,
 }
+MOVES_THINK_SHARE = 0.4
+"""A structured-move seat (a small model) thinks this share of the budget:
+its thought only leads into a move the grammar constrains, and on two CPU
+cores each thought token of four such seats, served one request at a time,
+costs a second of a phase (docs/agents.md, "The phase's action")."""
 STEP_KINDS = ("thinking", "tool", "fault", "action")
 # A timed turn keeps this share of its time (at least) for the final action,
 # and plans its thought at this share of the backend's measured speed (the
@@ -137,8 +149,10 @@ class LoopConfig:
         return self.abstain if self.abstain is not None else self.speech != "moves"
 
     def budget(self, phase: str) -> int:
-        """The thinking budget (tokens) of one turn in `phase`."""
-        return int(self.think_budget.get(phase, self.think_tokens))
+        """The thinking budget (tokens) of one turn in `phase` (a share of it
+        for a structured-move seat, `MOVES_THINK_SHARE`)."""
+        tokens = int(self.think_budget.get(phase, self.think_tokens))
+        return max(16, int(tokens * MOVES_THINK_SHARE)) if self.speech == "moves" else tokens
 
     def scaled(self, factor: float) -> LoopConfig:
         """The same config with every thinking budget multiplied by `factor`."""
@@ -163,6 +177,9 @@ class TurnStats:
     forced: bool = False  # the loop chose `wait` (budget spent or retries used up)
     repeated_tools: int = 0  # tool calls refused: the same call again in one thought
     silenced: bool = False  # the guard refused the turn's text twice and the seat waited
+    # the guard refused the turn's free text twice and the seat spoke a
+    # structured move instead (docs/agents.md, "The text guard")
+    moved: bool = False
     # texts the guard refused, by kind (guard.KINDS; docs/agents.md "The text guard")
     degenerate: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -241,6 +258,9 @@ class _Turn:
         self.requests = 0
         self.move: Move | None = None
         self.calls_made: set[str] = set()  # this thought's tool calls (name and args)
+        # speeches, wills and notes are structured moves this turn: the seat's
+        # own speech setting, or the guard's fallback for a free-text seat
+        self.structured = loop.config.speech == "moves"
 
     def repeated(self, name: str, args: Mapping[str, Any]) -> bool:
         """Was this exact tool call made before in this thought? (It is
@@ -298,7 +318,7 @@ class ToolLoop:
         think_left = self._fit(t, cfg.budget(memory.phase))
         retries = guarded = 0
         while True:
-            if guarded > 1:  # the text guard refused the text twice: the seat waits
+            if guarded > 1 and not t.structured:  # refused twice, no move to fall back on
                 stats.silenced = True
                 t.step("action", text="<wait></wait>" if cfg.protocol == "xml" else
                        '"action": "wait", "args": {}}')
@@ -324,7 +344,7 @@ class ToolLoop:
                 continue
             try:
                 t.move = None
-                if cfg.speech == "moves" and parsed.name in SPEECH_TAGS:
+                if t.structured and parsed.name in SPEECH_TAGS:
                     parsed, t.move = speak_move(memory, parsed, derive_seed(seed, 0))
                 cmd = to_command(memory.slot, parsed.name, parsed.args, memory.legal,
                                  memory.names, memory.roster)
@@ -342,15 +362,30 @@ class ToolLoop:
                 summaries=summaries)
             if reason is not None:
                 # a degenerate text is resampled once (the action again, after
-                # what is left of the thought), then the seat waits
+                # what is left of the thought); refused again, the seat says a
+                # structured move instead (one it can say now), else waits
                 guarded += 1
                 kind = reason_kind(reason)
                 stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
                 text = guard_observation(escape_text(reason))
+                if guarded > 1 and self._move_fallback(t):
+                    text += " Say it as one of these moves instead:\n" + "\n".join(
+                        line for tag in ("speak", "will", "death_note")
+                        if tag in final_tags(memory.legal)
+                        for line in moves_action_lines(memory, tag, cfg.protocol))
                 self._observe(t, text)
                 t.step("fault", fault="degenerate", text=text)
                 continue
+            stats.moved = t.structured and cfg.speech != "moves" and t.move is not None
             return self._done(t, cmd, parsed.name, started, messages)
+
+    def _move_fallback(self, t: _Turn) -> bool:
+        """Turn the rest of `t` to structured moves when a speech, will or
+        note may be said now (whispers have no moves); False when not."""
+        if t.structured or not set(final_tags(t.memory.legal)) & set(SPEECH_TAGS):
+            return False
+        t.structured = True
+        return True
 
     # ---- time -------------------------------------------------------------------------
     def _fit(self, t: _Turn, budget: int) -> int:
@@ -493,7 +528,7 @@ class ToolLoop:
         choices = turn_choices(memory.legal, memory.names, (), False, wait)
         rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml",
                         wait=wait)
-        if self.config.speech == "moves":
+        if t.structured:
             choices = structured_choices(memory, choices)
             rx = choices_regex(choices, "xml")
         text = await self._segment(t, rx, self.config.action_tokens, choices, t.deadline,
@@ -531,7 +566,7 @@ class ToolLoop:
                                    wait)
             rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow,
                             think=False, protocol="json", wait=wait)
-            if cfg.speech == "moves":
+            if t.structured:
                 choices = structured_choices(memory, choices)
                 rx = choices_regex(choices, "json")
             tail = await self._segment(t, rx, cfg.action_tokens, choices, t.deadline,

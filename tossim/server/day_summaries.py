@@ -55,6 +55,20 @@ def degenerate(text: str) -> str | None:
     return None
 
 
+def writes_summaries(seat: Any) -> bool:
+    """Whether `seat`'s model may write the day summaries everyone reads: a
+    free-text model may; a structured-move seat (a small model such as the
+    bundled 135M one, `speech = "moves"`) may not. Its summaries passed every
+    check and were still invented ("15 players voted to keep the game on the
+    same day", a Sheriff "killed by a Serial Killer" who was lynched), so its
+    games keep the extractive summary (docs/architecture.md, "Day summaries")."""
+    if isinstance(seat, LLMSeat):
+        return seat.loop.config.speech != "moves"
+    if isinstance(seat, RemoteSeat):
+        return seat.spec.get("speech") != "moves"
+    return isinstance(seat, ChatSeat)
+
+
 async def model_summary(seat: Any, game_id: str, public: View, day: int, seed: int,
                         seconds: float) -> str | None:
     """Day `day`'s summary by the game's model (the model of `seat`: in this

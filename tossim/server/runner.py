@@ -69,7 +69,7 @@ from tossim.server.bus import (
     game_channel,
     thinking_channel,
 )
-from tossim.server.day_summaries import DaySummaries
+from tossim.server.day_summaries import DaySummaries, writes_summaries
 from tossim.server.settings import Settings
 from tossim.server.standins import StandIns, describe
 from tossim.server.workers import RemoteSeat, WorkerHub
@@ -766,7 +766,8 @@ class GameActor:
         if not (game.phase is Phase.NIGHT or game.ended) or day in self._summarized:
             return
         self._summarized.add(day)
-        seat = self.ai[min(self.models)] if self.models else None
+        seat = next((self.ai[s] for s in sorted(self.models)
+                     if writes_summaries(self.ai[s])), None)
         await self.day_summaries.ended(
             view(game, PUBLIC_VIEWER), day, game.version, seat=seat,
             seed=derive_seed(game.config.seed, "summary", day),
