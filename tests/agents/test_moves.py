@@ -31,7 +31,7 @@ from tossim.agents.moves import (
 )
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
-from tossim.engine import Chat, Command, GameConfig, View, Viewer, view
+from tossim.engine import Chat, Command, GameConfig, View, Viewer, new_game, view
 from tossim.engine.commands import Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
@@ -357,3 +357,18 @@ def test_a_structured_seat_short_of_time_votes_and_keeps_quiet() -> None:
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0), deadline))
     assert cmds == [Vote(7, 5)]
     assert seat.metrics_dict()["turns"] == 1 and seat.metrics_dict()["misses"] == 0
+
+
+def test_a_structured_seat_says_something_every_day_before_its_will() -> None:
+    """Day 1: a structured seat that has not spoken is offered public speech
+    only (no will, no wait); its will comes in the turn after."""
+    g = new_game(GameConfig(players=7, seed=3))
+    backend = ScriptedBackend(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>",
+                               "<thinking>Will.</thinking>", "<wait></wait>"])
+    seat = LLMSeat(2, ToolLoop(backend, MOVES))
+    cmds = asyncio.run(seat.decide(view(g, Viewer.player(2), since=0)))
+    assert len(cmds) == 1 and isinstance(cmds[0], Chat)
+    speech_turn, side_turn = backend.requests[1].regex, backend.requests[-1].regex
+    assert "<speak>" in speech_turn
+    assert "<wait>" not in speech_turn and "<will>" not in speech_turn
+    assert "<wait>" in side_turn and "<speak>" not in side_turn

@@ -64,11 +64,13 @@ def test_demo_model_seats_speak_think_and_never_show_garbage(model_demo: Server)
             # a model seat's thinking is shown to this omniscient viewer
             pg.wait_for_selector(f"{tid('thinking')}:not([hidden])", timeout=120_000)
             assert any(pg.query_selector(tid(f"thinking-{s}")) for s in models)
+            # Day 1's summary (the extractive one: the small model writes none)
+            pg.wait_for_selector(f"{tid('day-summaries')} > li", timeout=SPOKE_WITHIN_S * 1000)
             texts = page_texts(pg, models)
         finally:
             browser.close()
     names = [f"Player {n}" for n in range(1, 16)]
-    assert texts["lines"], texts
+    assert texts["lines"] and texts["summaries"], texts
     bad = [(where, text, reason) for where, items in texts.items() for text in items
            if (reason := degenerate(text, player_names=names)) is not None]
     assert not bad, bad

@@ -176,6 +176,35 @@ def test_a_removed_player_is_told_and_takes_a_free_seat_again(
 
 # ---- play again, for everyone ---------------------------------------------------------
 
+def start_two_humans(ap: Any, bp: Any, base: str, bob: str, roles: str | None = None) -> str:
+    """Alice creates a quick 7-seat lobby with seat 2 human, Bob (`bob`)
+    joins it, Alice starts it; both pages are on the game. The game's id."""
+    for pg in (ap, bp):
+        pg.set_default_timeout(30000)
+    ap.goto(base + "/#/")
+    ap.fill(tid("player-name"), "Alice")
+    ap.dispatch_event(tid("player-name"), "change")
+    ap.wait_for_selector(tid("create-seat-7"))
+    if roles is not None:
+        ap.select_option(tid("create-mode"), "custom")
+        ap.fill(tid("create-custom-roles"), roles)
+    ap.select_option(tid("create-seat-2"), "human")
+    ap.select_option(tid("create-speed"), "quick")
+    ap.click(tid("create-submit"))
+    ap.wait_for_selector(tid("lobby-seat-row-2"))
+    gid = game_id_from_hash(ap)
+    bp.goto(f"{base}/#/lobby/{gid}")
+    bp.fill(tid("join-name"), bob)
+    bp.click(tid("lobby-join"))
+    bp.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
+    ap.wait_for_selector(tid("kick-2"))
+    ap.click(tid("start-game"))
+    for pg in (ap, bp):
+        pg.wait_for_url(f"**/#/play/{gid}")
+        pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+    return gid
+
+
 def test_play_again_offers_every_player_the_same_lobby(
         browser: Any, quick_server: Server, shots: Path) -> None:
     """Two humans play a quick game to its end; one clicks "Play again" and
@@ -186,26 +215,7 @@ def test_play_again_offers_every_player_the_same_lobby(
     bob, bob_ctx = open_page(browser, base, 390, 844)
     try:
         ap, bp = alice.page, bob.page
-        for pg in (ap, bp):
-            pg.set_default_timeout(30000)
-        ap.goto(base + "/#/")
-        ap.fill(tid("player-name"), "Alice")
-        ap.dispatch_event(tid("player-name"), "change")
-        ap.wait_for_selector(tid("create-seat-7"))
-        ap.select_option(tid("create-seat-2"), "human")
-        ap.select_option(tid("create-speed"), "quick")
-        ap.click(tid("create-submit"))
-        ap.wait_for_selector(tid("lobby-seat-row-2"))
-        gid = game_id_from_hash(ap)
-        bp.goto(f"{base}/#/lobby/{gid}")
-        bp.fill(tid("join-name"), "Bob the Baker")
-        bp.click(tid("lobby-join"))
-        bp.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
-        ap.wait_for_selector(tid("kick-2"))
-        ap.click(tid("start-game"))
-        for pg in (ap, bp):
-            pg.wait_for_url(f"**/#/play/{gid}")
-            pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+        gid = start_two_humans(ap, bp, base, "Bob the Baker")
         # Bob says something on the first day
         line = "Bob here: I am just a baker."
         bp.wait_for_function("() => { const s = window.tossim.state; return s && "
@@ -299,28 +309,7 @@ def test_an_absent_player_is_stood_in_for_and_told_on_return(
     bob, bob_ctx = open_page(browser, base, 390, 844)
     try:
         ap, bp = alice.page, bob.page
-        for pg in (ap, bp):
-            pg.set_default_timeout(30000)
-        ap.goto(base + "/#/")
-        ap.fill(tid("player-name"), "Alice")
-        ap.dispatch_event(tid("player-name"), "change")
-        ap.wait_for_selector(tid("create-seat-7"))
-        ap.select_option(tid("create-mode"), "custom")
-        ap.fill(tid("create-custom-roles"), QUIET_FIRST_NIGHT)
-        ap.select_option(tid("create-seat-2"), "human")
-        ap.select_option(tid("create-speed"), "quick")
-        ap.click(tid("create-submit"))
-        ap.wait_for_selector(tid("lobby-seat-row-2"))
-        gid = game_id_from_hash(ap)
-        bp.goto(f"{base}/#/lobby/{gid}")
-        bp.fill(tid("join-name"), "Bob")
-        bp.click(tid("lobby-join"))
-        bp.wait_for_selector(f"{tid('leave-seat')}:not([hidden])")
-        ap.wait_for_selector(tid("kick-2"))
-        ap.click(tid("start-game"))
-        for pg in (ap, bp):
-            pg.wait_for_url(f"**/#/play/{gid}")
-            pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
+        gid = start_two_humans(ap, bp, base, "Bob", roles=QUIET_FIRST_NIGHT)
         # Bob closes the game (his only socket) and stays away a whole phase
         bp.goto(base + "/#/")
         ap.wait_for_selector(tid("standin-2"), timeout=60000)

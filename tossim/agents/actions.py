@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tossim.agents.escape import escape_text
+from tossim.agents.memory import SeatMemory
 from tossim.engine.commands import (
     Chat,
     Command,
@@ -85,13 +86,28 @@ def phase_action_left(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> b
     return bool(open_phase_actions(legal, you))
 
 
-def may_wait(legal: Sequence[LegalAction], you: Mapping[str, Any], abstain: bool) -> bool:
+def public_chat(legal: Sequence[LegalAction]) -> list[LegalAction]:
+    """The legal public chat (a day's talk; not a night's Mafia or jail chat)."""
+    return [a for a in legal if a.kind == "chat" and (not a.options or "public" in a.options)]
+
+
+def owes_speech(memory: SeatMemory) -> bool:
+    """A day's talk (Day 1 or a Discussion) in which the seat may speak in
+    public and has not yet today."""
+    if memory.phase not in ("day1", "discussion") or not public_chat(memory.legal):
+        return False
+    return not any(e["key"] == "chat.public" and (e.get("data") or {}).get("author") == memory.slot
+                   for e in memory.chat(memory.day))
+
+
+def may_wait(memory: SeatMemory, abstain: bool) -> bool:
     """Whether a seat is offered `wait` this turn. A seat that may abstain
     always is; one that may not (`LoopConfig.abstain`, the structured-move
     seats of small models) is offered it only while no phase action (a vote,
-    a verdict, a night ability) is open to it, so it votes in every Voting
-    and uses its ability every night (docs/agents.md, "The phase's action")."""
-    return abstain or not phase_action_left(legal, you)
+    a verdict, a night ability) is open to it and it owes no speech today, so
+    it votes in every Voting, uses its ability every night and says
+    something every day (docs/agents.md, "The phase's action")."""
+    return abstain or not (phase_action_left(memory.legal, memory.you) or owes_speech(memory))
 
 
 def phase_actions_only(legal: Sequence[LegalAction]) -> list[LegalAction]:

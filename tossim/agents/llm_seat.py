@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.agents.actions import (
-    PHASE_KINDS,
     open_phase_actions,
+    owes_speech,
     phase_action_left,
     phase_actions_only,
+    public_chat,
 )
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.engine.commands import Command, WriteDeathNote, WriteWill
+from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
 from tossim.inference.seeds import derive_seed
@@ -213,12 +215,17 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
       `SIDE_TURN_MIN_S` left before `deadline` (time.monotonic()), a turn
       for the rest (speech, a will, a note or `wait`). A slow model's first
       turn can take most of a Voting; the vote is what must not be lost.
+      In a day's talk with no action open, a seat that has not spoken in
+      public today gets a first turn that offers only public speech: a
+      player says something every day (`owes_speech`).
 
     `metrics` counts the phase actions open and taken (`AgentMetrics.note_phase`)."""
     open_kinds = open_phase_actions(memory.legal, memory.you)
     phase_seq = memory.phase_seq
     if act_first and open_kinds:
-        cmds = await _action_first(memory, turn, deadline)
+        cmds = await _action_first(memory, turn, deadline, phase_actions_only(memory.legal))
+    elif act_first and owes_speech(memory):
+        cmds = await _action_first(memory, turn, deadline, public_chat(memory.legal))
     else:
         cmds = await _phase_commands(memory, turn)
     if metrics is not None:
@@ -227,12 +234,13 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
 
 
 async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]],
-                        deadline: float | None) -> list[Command]:
+                        deadline: float | None, first_legal: list[LegalAction]
+                        ) -> list[Command]:
     full = memory.legal
-    memory.legal = phase_actions_only(full)
+    memory.legal = first_legal
     first = await turn()
     cmds = [first] if first is not None else []
-    rest = [a for a in full if a.kind not in PHASE_KINDS]
+    rest = [a for a in full if a not in first_legal]
     if first is None or not rest or (
             deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
         return cmds

@@ -519,7 +519,7 @@ class ToolLoop:
 
     def _wait(self, memory: SeatMemory) -> bool:
         """Is `wait` offered this turn (`actions.may_wait`)?"""
-        return may_wait(memory.legal, memory.you, self.config.may_abstain)
+        return may_wait(memory, self.config.may_abstain)
 
     async def _xml_action(self, t: _Turn) -> Any:
         """The final action after the thought (tools are not allowed here)."""
