@@ -64,3 +64,25 @@ async def test_an_absent_player_gets_a_stand_in_until_they_return(
             origins = [o for _, o, _ in await server.store.commands(gid)]
             assert len([o for o in origins if o == "standin:1"]) == count
             assert "seat:1" in origins
+
+
+def test_a_connected_player_idle_for_two_phases_with_an_action_gets_a_stand_in() -> None:
+    """The other way to be away: a socket open, but no command (not a vote,
+    not a line) in `IDLE_PHASES` phases in a row in which the player had an
+    action to take; phases without one do not count, and any command gives
+    the seat back."""
+    from tossim.server.standins import IDLE_PHASES, StandIns
+
+    books = StandIns(frozenset({1, 2}))
+    books.opened(1, "a")
+    books.opened(2, "b")
+    living = {1, 2, 3}
+    assert books.phase_over(living, "Day 2", frozenset()) == []  # Discussion: no action
+    books.command(2)  # Bob votes; Alice does nothing
+    assert books.phase_over(living, "Day 2", frozenset({1, 2})) == []  # Voting
+    assert books.phase_over(living, "Day 2", frozenset()) == []  # Defense: not counted
+    assert IDLE_PHASES == 2
+    assert books.phase_over(living, "Night 2", frozenset({1, 2})) == [1]  # Judgement
+    assert books.message()["slots"] == [1]
+    assert books.command(1)  # Alice acts: her seat is hers again
+    assert books.message()["slots"] == [] and books.returned[1].since == "Night 2"

@@ -31,6 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from tossim.agents.actions import PHASE_KINDS
 from tossim.agents.async_match import TimedSeat
 from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.entry_seat import make_seat_for_entry
@@ -55,6 +56,7 @@ from tossim.engine import (
     new_game,
     view,
 )
+from tossim.engine.legal import legal_actions
 from tossim.engine.modes import DURATIONS
 from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
@@ -228,6 +230,7 @@ class GameActor:
         # human seats away for a whole phase are played by scripted stand-ins
         # (tossim.server.standins); a resumed game trusts its first phase
         self.standins = StandIns(self.humans, trusted=bool(stored))
+        self._had_action: frozenset[int] = frozenset()
         self.standin_seats: dict[int, AISeat] = {}
 
     @property
@@ -314,7 +317,11 @@ class GameActor:
         the whole phase before get a stand-in (a scripted bot) from now on."""
         living = {p.slot for p in self.game.players if p.alive}
         label = f"{'Night' if self.game.phase is Phase.NIGHT else 'Day'} {self.game.day}"
-        new = self.standins.phase_over(living, label)
+        new = self.standins.phase_over(living, label, self._had_action)
+        # the human seats with an action to take in the phase that starts
+        self._had_action = frozenset(
+            s for s in self.humans if s in living
+            and any(a.kind in PHASE_KINDS for a in legal_actions(self.game, s)))
         for slot in new:
             log.info("game %s: seat %d was away for a whole phase; a stand-in plays it",
                      self.game_id, slot)
@@ -715,7 +722,7 @@ class GameActor:
             if isinstance(cmd, PhaseTimeout):
                 raise MalformedCommand("a seat cannot end a phase")
             slot = int(item["slot"])
-            if self.standins.give_back(slot):  # the player is back (any socket)
+            if self.standins.command(slot):  # the player is back (any socket)
                 self._end_standin(slot)
                 await self._publish_standins()
             self._apply(cmd, f"seat:{item['slot']}")

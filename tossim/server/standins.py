@@ -1,8 +1,10 @@
 """Stand-ins for players who are away (docs/api.md, "Stand-ins").
 
 A human seat whose every socket stayed closed for a whole phase of a timed
-game is played by a scripted bot from the next phase on, so a game with an
-absent player still has someone voting and acting in that seat. Everyone is
+game, or whose player sent no command in `IDLE_PHASES` phases in a row in
+which they had an action to take (a vote, a verdict, a night ability), is
+played by a scripted bot from the next phase on, so a game with an absent
+player still has someone voting and acting in that seat. Everyone is
 told which seats a stand-in plays (the page labels them "(stand-in)"); the
 seat is given back the moment one of the player's sockets opens again (or a
 command of theirs arrives), and the player, and only the player, is told
@@ -18,6 +20,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+IDLE_PHASES = 2
+"""Phases in a row with an action to take and no command at all (not a
+vote, not a line of chat) after which a connected player counts as away."""
 
 
 @dataclass
@@ -43,6 +49,17 @@ class StandIns:
         self.active: dict[int, Absence] = {}
         # each seat's last finished absence, told to that player's sockets
         self.returned: dict[int, Absence] = {}
+        # seats whose player sent a command in the current phase, and each
+        # seat's phases in a row with an action to take and no command
+        self.commanded: set[int] = set()
+        self.idle: dict[int, int] = {h: 0 for h in humans}
+
+    def command(self, slot: int) -> bool:
+        """The player sent a command. True if a stand-in gave the seat back."""
+        if slot in self.humans:
+            self.commanded.add(slot)
+            self.idle[slot] = 0
+        return self.give_back(slot)
 
     def opened(self, slot: int, socket_id: str) -> bool:
         """A socket of the seat opened. True if a stand-in gave the seat back."""
@@ -63,14 +80,23 @@ class StandIns:
         self.returned[slot] = absence
         return True
 
-    def phase_over(self, living: set[int], next_phase: str) -> list[int]:
+    def phase_over(self, living: set[int], next_phase: str,
+                   had_action: frozenset[int] = frozenset()) -> list[int]:
         """The phase ended: a living human seat with no socket open at any
-        moment of it gets a stand-in from `next_phase` on. Returns those seats."""
+        moment of it, or idle for `IDLE_PHASES` phases in which it had an
+        action to take (`had_action`: the seats that had one in the phase
+        that ended), gets a stand-in from `next_phase` on. Returns those seats."""
+        for s in had_action & self.humans:
+            if s not in self.commanded:
+                self.idle[s] += 1
         new = [s for s in sorted(self.humans)
-               if s in living and s not in self.seen and s not in self.active]
+               if s in living and s not in self.active
+               and (s not in self.seen or self.idle[s] >= IDLE_PHASES)]
         for slot in new:
             self.active[slot] = Absence(since=next_phase)
+            self.idle[slot] = 0
         self.seen = {s for s in self.humans if self.sockets[s]}
+        self.commanded = set()
         return new
 
     def did(self, slot: int, what: str) -> None:
