@@ -165,6 +165,8 @@ class ScriptedBot:
         self.vote_log: dict[int, tuple[int, int]] = {}  # voter -> (day, target) last vote
         self._sus: dict[int, float] | None = None
         self._stats: tuple[set[str], dict[str, int]] | None = None
+        self._name_map: dict[int, str] | None = None  # slot -> name, for `render`
+        self._will_key: tuple[str, int] | None = None  # what the last will was made of
 
     # ---- observing -----------------------------------------------------------------
     def decide(self, obs: View) -> list[Command]:
@@ -449,9 +451,17 @@ class ScriptedBot:
     def _move_text(self, move: Move) -> str:
         """A claim, result or will through the model seats' renderer (moves.py),
         in its plain vocabulary form (no RNG: the bot draws its own wording)."""
-        return render(move, dict(enumerate(self.names, start=1)))
+        if self._name_map is None:
+            self._name_map = dict(enumerate(self.names, start=1))
+        return render(move, self._name_map)
 
     def _will_cmd(self) -> list[Command]:
+        # the will is the role and the last results, and results are only ever
+        # added: the same role and count write the same will again
+        key = (self.role, len(self.results))
+        if key == self._will_key:
+            return []
+        self._will_key = key
         role = ROLES[self.role].name
         text = self._move_text(WillMove(role, True, tuple(self.results[-8:])))[:400]
         if text == self.will:
@@ -1129,10 +1139,14 @@ class ScriptedBot:
 
 def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
-    b.lines_heard.add(str(d.get("text", "")))
+    text = d.get("text", "")
+    b.lines_heard.add(str(text))
     if isinstance(author, int):
         b.talked[author] = b.talked.get(author, 0) + 1
-        b._hear(author, d.get("text", ""), b.ev_day)
+        b._hear(author, text, b.ev_day)
+        # most lines claim nothing and leave the suspicion as it was
+        if author != b.slot and b.vocab is not None and b.vocab.parse(text):
+            b._sus = b._stats = None
 
 
 def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1151,6 +1165,7 @@ def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
             b.jail_claims[author] = c.role
         elif c.kind == cv.NO_CLAIM:
             b.own[author] = b.own.get(author, 0.0) + 0.4
+            b._sus = b._stats = None
 
 
 def _on_will(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1332,9 +1347,10 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "night.mafia_chosen": _on_mafia_chosen,
 }
 
-# Events after which suspicion must be computed again.
+# Events after which suspicion must be computed again (a chat line only when
+# it claims something: `_on_chat` and `_on_jail_chat` say so themselves).
 _CHANGES_SUSPICION = frozenset({
-    "chat.public", "chat.jail", "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
+    "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
     "lynch.death",
     "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
     "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",

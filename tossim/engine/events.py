@@ -32,12 +32,20 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+# Values that are already immutable (most event data: slots, names, texts).
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
-    """Lists become tuples and dicts FrozenDicts, all the way down."""
+    """Lists become tuples and dicts FrozenDicts, all the way down. Every event
+    freezes its data, so plain values skip the recursion."""
+    if type(value) in _ATOMS:
+        return value
     if isinstance(value, dict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
+        atoms = _ATOMS
+        return FrozenDict({k: v if type(v) in atoms else freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
+        return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
     return value
 
 

@@ -8,7 +8,6 @@ this file lets it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,28 +80,6 @@ def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
     slot = viewer.slot
     return [e for e in game.events[since:]
             if e.audience.kind == "public" or slot in e.audience.players]
-
-
-def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
-    """Whose role this viewer may know: everyone's once the game is over or
-    for an omniscient viewer; otherwise the dead, a revealed Mayor, yourself
-    and, for the Mafia, the other Mafia members."""
-    if viewer.kind == "omniscient" or game.phase is Phase.ENDED:
-        return lambda p: True
-    me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
-    team = me.spec.night_chat if me is not None else ""
-    if not team:
-        mine = me.slot if me is not None else None
-
-        def known_alone(p: Player) -> bool:
-            return not p.alive or p.slot == mine or (p.revealed and p.role == "mayor")
-        return known_alone
-    # in a team with a night chat (Mafia, Vampires): yourself and your teammates
-    mates = frozenset(q.slot for q in game.players if q.spec.night_chat == team)
-
-    def known(p: Player) -> bool:
-        return not p.alive or p.slot in mates or (p.revealed and p.role == "mayor")
-    return known
 
 
 @dataclass
@@ -201,16 +178,58 @@ def _self_view(game: Game, p: Player) -> dict[str, Any]:
     return you
 
 
+def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
+    """Whose role `me` may know while the game runs, besides the dead and a
+    revealed Mayor: yourself and, in a team with a night chat (Mafia,
+    Vampires), your teammates. Everyone's once the game is over or for an
+    omniscient viewer (`view` passes None then)."""
+    if me is None:
+        return frozenset()
+    team = me.spec.night_chat
+    if not team:
+        return frozenset((me.slot,))
+    return frozenset(q.slot for q in game.players if ROLES[q.role].night_chat == team)
+
+
+def _roster(game: Game, known: frozenset[int] | None, all_known: bool) -> list[dict[str, Any]]:
+    """Every seat as `_roster_entry` writes it (`known` None: every role is
+    known). One loop instead of a call per seat: a game hands out a view per
+    seat and turn."""
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for p in game.players:
+        death = p.death
+        if p.alive or death is None:
+            alive, slot = p.alive, p.slot
+            seen = (known is None or not alive or slot in known
+                    or (p.revealed and p.role == "mayor"))
+            append({"slot": slot, "name": p.name, "alive": alive,
+                    "role": ROLES[p.role].name if seen else None,
+                    "revealed_mayor": p.revealed})
+        else:
+            append(_roster_entry(p, True, all_known))
+    return out
+
+
 def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     """Everything `viewer` may know now; `events` holds the visible events after
     version `since` (0: all of them)."""
-    known = _role_filter(game, viewer)
-    all_known = viewer.kind == "omniscient" or game.phase is Phase.ENDED
-    roster = [_roster_entry(p, known(p), all_known) for p in game.players]
-    events = [project_event(e, viewer) for e in visible_events(game, viewer, since)]
+    kind = viewer.kind
+    all_known = kind == "omniscient" or game.phase is Phase.ENDED
+    me = game.player(viewer.slot) if kind == "player" and viewer.slot else None
+    roster = _roster(game, None if all_known else _known_slots(game, me), all_known)
+    tail = game.events[since:]
+    if kind == "omniscient":
+        events = [project_event(e, viewer) for e in tail]
+    elif kind == "player":
+        slot = viewer.slot
+        events = [e.shared for e in tail
+                  if e.audience.kind == "public" or slot in e.audience.players]
+    else:
+        events = [e.shared for e in tail if e.audience.kind == "public"]
     you = None
     actions: list[LegalAction] = []
-    if viewer.kind == "player" and viewer.slot is not None:
+    if kind == "player" and viewer.slot is not None:
         me = game.player(viewer.slot)
         you = _self_view(game, me)
         actions = legal_actions(game, viewer.slot)
