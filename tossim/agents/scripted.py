@@ -33,7 +33,7 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
-from tossim.engine.roles import ROLES, Faction, cover_claims, find_role, threat
+from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
 from tossim.engine.view import View
 
 KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
@@ -72,10 +72,20 @@ def _possible_roles(role_list: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+_ENEMY: dict[str, tuple[Role, bool]] = {}  # role key -> (the role read, an enemy?)
+
+
 def _enemy(role: str) -> bool:
-    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts)."""
+    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts).
+    Asked for every claim on every suspicion update, so the answer is kept
+    per role (and read again if the registry's role under that key changes)."""
     r = ROLES.get(role)
-    return r is not None and threat(r) >= 1.0
+    if r is None:
+        return False
+    hit = _ENEMY.get(role)
+    if hit is None or hit[0] is not r:
+        hit = _ENEMY[role] = (r, threat(r) >= 1.0)
+    return hit[1]
 
 
 def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
@@ -233,12 +243,14 @@ class ScriptedBot:
         assert self.vocab is not None
         return self.vocab.slot_of.get(name) if isinstance(name, str) else None
 
-    def _hear(self, src: int, text: str, day: int) -> None:
-        """Public chat or a will: record every claim `src` makes."""
+    def _hear(self, src: int, text: str, day: int) -> bool:
+        """Public chat or a will: record every claim `src` makes; whether there
+        was any (most lines claim nothing and change no suspicion)."""
         assert self.vocab is not None
         if src == self.slot:
-            return
-        for c in self.vocab.parse(text):
+            return False
+        said = self.vocab.parse(text)
+        for c in said:
             kind = c.kind
             if kind == cv.ROLE:
                 before = self.claims.get(src)
@@ -282,6 +294,7 @@ class ScriptedBot:
             self.reports.append((src, kind, target, w, extra))
             if target == self.slot and kind != cv.INNOCENT:
                 self.accused_me = True
+        return bool(said)
 
     def _call(self, src: int, target: int, day: int) -> None:
         """Someone called for a vote on `target` today (in public)."""
@@ -340,9 +353,13 @@ class ScriptedBot:
         if self._sus is not None:
             return self._sus
         self._stats = None
-        s = {p: self.own.get(p, 0.0) for p in self.alive}
+        own = self.own
+        s = {p: own.get(p, 0.0) for p in self.alive}
         trusts: dict[int, float] = {}
-        for src, kind, target, w, extra in self.reports:
+        claim_of = self.claims.get
+        dead_role = self.dead_role
+        group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
+        for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
             t = trusts.get(src)
@@ -350,15 +367,14 @@ class ScriptedBot:
                 t = trusts[src] = self.trust(src)
             if t <= 0.0:
                 continue
-            claim = self.claims.get(src)
-            if kind == cv.GROUP:
-                w = self.group_weight(extra, self.claims.get(target))
-                if claim != "investigator" and src not in self.dead_role:
+            if kind == group:
+                w = self.group_weight(extra, claim_of(target))
+                if claim_of(src) != "investigator" and src not in dead_role:
                     w *= 0.5
-            elif kind in (cv.SUSPICIOUS, cv.INNOCENT) and claim != "sheriff" \
-                    and src not in self.dead_role:
+            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff" \
+                    and src not in dead_role:
                 w *= 0.4
-            elif kind == cv.VISITED and self.claims.get(target) in VISITING_TOWN:
+            elif kind == visited and claim_of(target) in VISITING_TOWN:
                 w *= 0.3
             s[target] += t * w
         for p, roles in self.own_groups.items():
@@ -1143,9 +1159,7 @@ def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.lines_heard.add(str(text))
     if isinstance(author, int):
         b.talked[author] = b.talked.get(author, 0) + 1
-        b._hear(author, text, b.ev_day)
-        # most lines claim nothing and leave the suspicion as it was
-        if author != b.slot and b.vocab is not None and b.vocab.parse(text):
+        if b._hear(author, text, b.ev_day):  # most lines leave the suspicion as it was
             b._sus = b._stats = None
 
 

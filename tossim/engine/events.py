@@ -65,8 +65,18 @@ PUBLIC = Audience("public")
 OMNISCIENT = Audience("omniscient")
 
 
+_TO: dict[tuple[int, ...], Audience] = {}
+
+
 def to(*slots: int) -> Audience:
-    return Audience("players", frozenset(slots))
+    """The audience of these players (one shared value per group: most private
+    events go to one player, and an Audience is frozen)."""
+    audience = _TO.get(slots)
+    if audience is None:
+        if len(_TO) > 4096:
+            _TO.clear()
+        audience = _TO[slots] = Audience("players", frozenset(slots))
+    return audience
 
 
 @dataclass(frozen=True, slots=True)

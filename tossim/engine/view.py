@@ -14,7 +14,7 @@ from typing import Any
 from tossim.engine import phases
 from tossim.engine.events import Event
 from tossim.engine.legal import LegalAction, legal_actions
-from tossim.engine.roles import ROLES
+from tossim.engine.roles import ROLES, Faction
 from tossim.engine.state import Game, Phase, Player
 
 # Effects a player is told about (a douse is secret: A2.8).
@@ -154,25 +154,30 @@ def _roster_entry(p: Player, known: bool, all_known: bool) -> dict[str, Any]:
                       "forged": death.forged and all_known}}
 
 
+_FACTION_VALUE = {f: f.value for f in Faction}
+
+
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
-    spec = p.spec
+    spec = ROLES[p.role]
+    slot = p.slot
     you: dict[str, Any] = {
-        "slot": p.slot, "name": p.name, "role": spec.name, "role_key": p.role,
-        "faction": spec.faction.value, "alignment": spec.alignment,
+        "slot": slot, "name": p.name, "role": spec.name, "role_key": p.role,
+        "faction": _FACTION_VALUE[spec.faction], "alignment": spec.alignment,
         "summary": spec.summary, "goal": spec.goal, "alive": p.alive,
         "uses": dict(p.uses), "will": p.will, "death_note": p.death_note,
-        "jailed": game.prisoner == p.slot,
-        "night_action": list(game.night_actions.get(p.slot, ())),
-        "vote": game.votes.get(p.slot), "verdict": game.verdicts.get(p.slot),
+        "jailed": game.prisoner == slot,
+        "night_action": list(game.night_actions.get(slot, ())),
+        "vote": game.votes.get(slot), "verdict": game.verdicts.get(slot),
     }
     if p.role == "executioner" and p.target is not None:
         you["target"] = p.target
     if p.role == "jailor":
         you["prisoner"] = game.prisoner
         you["jail_choice"] = game.jail_choice
-    if spec.night_chat:
+    team = spec.night_chat
+    if team:
         you["teammates"] = [q.slot for q in game.players
-                            if q.spec.night_chat == spec.night_chat and q.slot != p.slot]
+                            if ROLES[q.role].night_chat == team and q.slot != slot]
     if p.effects:  # your own lasting effects (blackmailed, doused is not told)
         you["effects"] = sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS)
     return you
@@ -216,7 +221,7 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     version `since` (0: all of them)."""
     kind = viewer.kind
     all_known = kind == "omniscient" or game.phase is Phase.ENDED
-    me = game.player(viewer.slot) if kind == "player" and viewer.slot else None
+    me = game.player(viewer.slot) if kind == "player" and viewer.slot is not None else None
     roster = _roster(game, None if all_known else _known_slots(game, me), all_known)
     tail = game.events[since:]
     if kind == "omniscient":
@@ -229,10 +234,9 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
         events = [e.shared for e in tail if e.audience.kind == "public"]
     you = None
     actions: list[LegalAction] = []
-    if kind == "player" and viewer.slot is not None:
-        me = game.player(viewer.slot)
+    if me is not None:
         you = _self_view(game, me)
-        actions = legal_actions(game, viewer.slot)
+        actions = legal_actions(game, me.slot)
     trial: dict[str, Any] = {"trials_today": game.trials, "accused": game.accused}
     if game.phase is Phase.VOTING:
         trial["votes"] = {str(k): v for k, v in sorted(phases.tally(game).items())}
