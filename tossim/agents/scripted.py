@@ -1199,8 +1199,9 @@ def _on_vote_cancel(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_voting(b: ScriptedBot, d: dict[str, Any]) -> None:
-    if b.ev_day >= CLAIM_DAY:
+    if b.ev_day >= CLAIM_DAY and not b.claim_round:
         b.claim_round = True
+        b._sus = b._stats = None  # the only part of a vote that changes suspicion
     b.votes = {}
     b.my_vote = None
     b.accused = None
@@ -1362,9 +1363,10 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
 }
 
 # Events after which suspicion must be computed again (a chat line only when
-# it claims something: `_on_chat` and `_on_jail_chat` say so themselves).
+# it claims something, a vote only when it opens the claim round: their
+# handlers say so themselves).
 _CHANGES_SUSPICION = frozenset({
-    "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
+    "dawn.will", "lynch.will", "mayor.reveal",
     "lynch.death",
     "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
     "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",

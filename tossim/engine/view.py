@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.engine import phases
-from tossim.engine.events import Event
+from tossim.engine.events import Event, FrozenDict
 from tossim.engine.legal import LegalAction, legal_actions
 from tossim.engine.roles import ROLES, Faction
-from tossim.engine.state import Game, Phase, Player
+from tossim.engine.state import Death, Game, Phase, Player
 
 # Effects a player is told about (a douse is secret: A2.8).
 SELF_KNOWN_EFFECTS = frozenset({"blackmailed", "disguised"})
@@ -147,14 +147,31 @@ def _roster_entry(p: Player, known: bool, all_known: bool) -> dict[str, Any]:
                 "role": ROLES[p.role].name if known else None, "revealed_mayor": p.revealed}
     # a dead player shows the role the town saw at death, and the graveyard entry
     return {"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
-            "revealed_mayor": p.revealed,
-            "death": {"day": death.day, "at_night": death.at_night,
-                      "causes": list(death.causes), "will": death.will,
-                      "death_notes": list(death.death_notes), "cleaned": death.cleaned,
-                      "forged": death.forged and all_known}}
+            "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)}
+
+
+# The graveyard entry of each death as viewers see it, made once: a Death is
+# never changed once the engine has made it, and every view of the rest of
+# the game shows it. Kept with the Death itself, so an entry is only ever
+# found again for the same object.
+_GRAVEYARD: dict[tuple[int, bool], tuple[Death, FrozenDict]] = {}
+
+
+def _graveyard(death: Death, all_known: bool) -> FrozenDict:
+    key = (id(death), all_known)
+    hit = _GRAVEYARD.get(key)
+    if hit is None or hit[0] is not death:
+        if len(_GRAVEYARD) > 4096:
+            _GRAVEYARD.clear()
+        hit = _GRAVEYARD[key] = (death, FrozenDict(
+            day=death.day, at_night=death.at_night, causes=list(death.causes),
+            will=death.will, death_notes=list(death.death_notes), cleaned=death.cleaned,
+            forged=death.forged and all_known))
+    return hit[1]
 
 
 _FACTION_VALUE = {f: f.value for f in Faction}
+_PHASE_VALUE = {p: p.value for p in Phase}
 
 
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
@@ -211,8 +228,9 @@ def _roster(game: Game, known: frozenset[int] | None, all_known: bool) -> list[d
             append({"slot": slot, "name": p.name, "alive": alive,
                     "role": ROLES[p.role].name if seen else None,
                     "revealed_mayor": p.revealed})
-        else:
-            append(_roster_entry(p, True, all_known))
+        else:  # as `_roster_entry` writes a dead player
+            append({"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
+                    "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)})
     return out
 
 
@@ -242,7 +260,8 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
         trial["votes"] = {str(k): v for k, v in sorted(phases.tally(game).items())}
         trial["needed"] = phases.votes_needed(game)
     return View(
-        viewer=viewer.label(), version=game.version, day=game.day, phase=game.phase.value,
+        viewer=viewer.label(), version=len(game.events), day=game.day,
+        phase=_PHASE_VALUE[game.phase],
         phase_seq=game.phase_seq, roster=roster, events=events, legal=actions, you=you,
         trial=trial, result=game.result, winners=list(game.winners),
     )
