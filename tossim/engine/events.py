@@ -42,10 +42,13 @@ def freeze(value: Any) -> Any:
     if type(value) in _ATOMS:
         return value
     if isinstance(value, dict):
-        atoms = _ATOMS
-        return FrozenDict({k: v if type(v) in atoms else freeze(v) for k, v in value.items()})
+        if _ATOMS.issuperset(map(type, value.values())):  # flat: copied in one step
+            return FrozenDict(value)
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple([v if type(v) in _ATOMS else freeze(v) for v in value])
+        if _ATOMS.issuperset(map(type, value)):
+            return tuple(value)
+        return tuple([freeze(v) for v in value])
     return value
 
 
