@@ -382,8 +382,9 @@ class ScriptedBot:
                 s[p] += self.group_weight(roles, self.claims.get(p))
         dead_roles, claimants = self._claim_stats()
         town_me = ROLES[self.role].faction is Faction.TOWN
+        revealed, fixed, my_role, me = self.revealed, self.fixed, self.role, self.slot
         for p, c in self.claims.items():
-            if p not in s or p in self.revealed:
+            if p not in s or p in revealed:
                 continue
             if _enemy(c):
                 s[p] += 3.0
@@ -392,9 +393,9 @@ class ScriptedBot:
             else:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.35
-                if c not in self.fixed and c not in ("veteran", "vigilante"):
+                if c not in fixed and c not in ("veteran", "vigilante"):
                     s[p] += 0.15  # only the Random Town slot can be this role
-            if town_me and c == self.role and p != self.slot:
+            if town_me and c == my_role and p != me:
                 s[p] += 2.0 if ROLES[c].unique else 0.8  # I know who has my role
         if self.claim_round:
             for p in s:
