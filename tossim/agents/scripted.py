@@ -36,6 +36,10 @@ from tossim.engine.legal import LegalAction
 from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
 from tossim.engine.view import View
 
+# The claim kinds, as module names: `_hear` compares each claim heard with them.
+_ROLE, _NO_CLAIM, _BEG, _ACCUSE = cv.ROLE, cv.NO_CLAIM, cv.BEG, cv.ACCUSE
+_SUSPICIOUS, _INNOCENT, _GROUP = cv.SUSPICIOUS, cv.INNOCENT, cv.GROUP
+_VISITED, _MAFIA_VISITED = cv.VISITED, cv.MAFIA_VISITED
 KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
 # Town roles whose visit to a player who then died is no sign of guilt (a Doctor's
 # or Bodyguard's would have saved a player from an ordinary attack).
@@ -252,47 +256,47 @@ class ScriptedBot:
         said = self.vocab.parse(text)
         for c in said:
             kind = c.kind
-            if kind == cv.ROLE:
+            if kind == _ROLE:
                 before = self.claims.get(src)
                 if before is not None and before != c.role and src not in self.dead_role:
                     self.own[src] = self.own.get(src, 0.0) + 1.0  # changed their story
                     self.changed[src] = (before, c.role)
                 self.claims[src] = c.role
                 continue
-            if kind == cv.NO_CLAIM:
+            if kind == _NO_CLAIM:
                 self.own[src] = self.own.get(src, 0.0) + 0.3
                 self.refused.add(src)
                 continue
-            if kind == cv.BEG:
+            if kind == _BEG:
                 self.begged[src] = day
                 continue
-            if c.target is None or kind == cv.MAFIA_VISITED:
+            if c.target is None or kind == _MAFIA_VISITED:
                 continue
-            if kind == cv.ACCUSE or (kind == cv.SUSPICIOUS and self.claims.get(src) == "sheriff"):
+            if kind == _ACCUSE or (kind == _SUSPICIOUS and self.claims.get(src) == "sheriff"):
                 self._call(src, c.target, day)
-            if kind == cv.VISITED:
+            if kind == _VISITED:
                 self._said.setdefault(src, []).append(c)
             w = 0.0
             extra: Any = None
-            if kind == cv.SUSPICIOUS:
+            if kind == _SUSPICIOUS:
                 w = 1.0
-            elif kind == cv.INNOCENT:
+            elif kind == _INNOCENT:
                 w = -0.7
-            elif kind == cv.ACCUSE:
+            elif kind == _ACCUSE:
                 w = 0.15  # the reason given, if any, is evidence each bot weighs itself
-            elif kind == cv.GROUP:
+            elif kind == _GROUP:
                 extra = c.roles
-            elif kind == cv.VISITED:
+            elif kind == _VISITED:
                 died = c.target in self.night_deaths.get(day - 1, ())
                 w, extra = (1.0 if died else 0.1), c.visitor
-            target = c.visitor if kind == cv.VISITED else c.target
+            target = c.visitor if kind == _VISITED else c.target
             assert target is not None
-            sig = (src, kind, target, c.target if kind == cv.VISITED else None)
+            sig = (src, kind, target, c.target if kind == _VISITED else None)
             if sig in self.heard:
                 continue  # saying it again adds nothing
             self.heard.add(sig)
             self.reports.append((src, kind, target, w, extra))
-            if target == self.slot and kind != cv.INNOCENT:
+            if target == self.slot and kind != _INNOCENT:
                 self.accused_me = True
         return bool(said)
 
