@@ -213,9 +213,22 @@ def _action(kind: str, targets: tuple[int, ...] = (), n_targets: int = 0, abilit
     return made
 
 
+# the actions that never vary, and talk by the channels open (a handful)
+_JUDGE = LegalAction("judge", options=VERDICTS)
+_REVEAL = LegalAction("reveal", ability="reveal")
+_WILL = LegalAction("will")
+_DEATH_NOTE = LegalAction("death_note")
+_CHAT: dict[tuple[str, ...], LegalAction] = {}
+
+
 def _chat(game: Game, p: Player) -> LegalAction | None:
     channels = chat_channels(game, p)
-    return _action("chat", options=channels) if channels else None
+    if not channels:
+        return None
+    action = _CHAT.get(channels)
+    if action is None:
+        action = _CHAT[channels] = LegalAction("chat", options=channels)
+    return action
 
 
 def _whisper(game: Game, p: Player) -> LegalAction | None:
@@ -237,7 +250,7 @@ def _vote(game: Game, p: Player) -> LegalAction | None:
 
 def _judge(game: Game, p: Player) -> LegalAction | None:
     if p.alive and game.phase is Phase.JUDGEMENT and p.slot != game.accused:
-        return _action("judge", options=VERDICTS)
+        return _JUDGE
     return None
 
 
@@ -258,18 +271,18 @@ def _day(kind: str) -> Callable[[Game, Player], LegalAction | None]:
         if day is None or day.name != kind:
             return None
         if kind == "reveal":
-            return _action("reveal", ability="reveal")
+            return _REVEAL
         targets = ability_targets(game, p, day)
         return _action(kind, targets, 1, kind) if targets else None
     return build
 
 
 def _will(game: Game, p: Player) -> LegalAction | None:
-    return _action("will") if p.alive else None
+    return _WILL if p.alive else None
 
 
 def _death_note(game: Game, p: Player) -> LegalAction | None:
-    return _action("death_note") if p.alive and p.spec.death_note else None
+    return _DEATH_NOTE if p.alive and p.spec.death_note else None
 
 
 # One builder per kind, in the order clients list them. `check` asks only the
