@@ -382,8 +382,10 @@ def bench_engine(
     roles: str | None = typer.Option(None, help="A custom role list (implies --mode custom)."),
 ) -> None:
     """Complete games of one mode with scripted bots on one core: games/s and
-    events/s, with an engine-only replay of the same command logs as the
-    baseline, and the winner distribution with 95% Wilson intervals."""
+    events/s in CPU time (this process only, so other work on the machine
+    does not count) and in wall time, with an engine-only replay of the same
+    command logs as the baseline, and the winner distribution with 95% Wilson
+    intervals."""
     from tossim.agents.match import play_match
     from tossim.engine.modes import get_mode
     from tossim.tools.bench_engine import Outcomes, report_lines
@@ -396,7 +398,7 @@ def bench_engine(
     results: Counter[str] = Counter()
     outcomes = Outcomes()
     gc.collect()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for c in configs:
         game = play_match(c).game
         events += len(game.events)
@@ -406,19 +408,20 @@ def bench_engine(
         for w in game.winners:
             if game.player(w).spec.win in ("jester", "executioner"):
                 results[f"co-win {game.player(w).original_role}->{game.player(w).role}"] += 1
-    full = time.perf_counter() - t0
+    full_cpu, full = time.process_time() - c0, time.perf_counter() - t0
     gc.collect()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for c, commands in logs:
         replay_mod.rerun(c, commands)
-    base = time.perf_counter() - t0
+    base_cpu, base = time.process_time() - c0, time.perf_counter() - t0
+    full_cpu, base_cpu = max(full_cpu, 1e-9), max(base_cpu, 1e-9)
     typer.echo(f"bench engine: {games} games x {first.players} players, "
                f"{get_mode(first.mode).name}, scripted bots, one core")
-    typer.echo(f"  full games (engine + bots): {games / full:8.1f} games/s "
-               f"{events / full:10.0f} events/s")
-    typer.echo(f"  baseline (engine replay):   {games / base:8.1f} games/s "
-               f"{events / base:10.0f} events/s")
-    typer.echo(f"  ratio full/baseline: {base / full:.2f}  "
+    typer.echo(f"  full games (engine + bots): {games / full_cpu:8.1f} games/s CPU "
+               f"{games / full:8.1f} games/s wall {events / full_cpu:10.0f} events/s CPU")
+    typer.echo(f"  baseline (engine replay):   {games / base_cpu:8.1f} games/s CPU "
+               f"{games / base:8.1f} games/s wall {events / base_cpu:10.0f} events/s CPU")
+    typer.echo(f"  ratio full/baseline (CPU): {base_cpu / full_cpu:.2f}  "
                f"(mean {events / games:.0f} events, "
                f"{sum(len(c) for _, c in logs) / games:.0f} commands per game)")
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))

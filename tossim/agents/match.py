@@ -161,6 +161,7 @@ def play_match(
     given = seats or {}
     table: dict[int, Seat] = {s: given.get(s) or ScriptedBot(s, config.seed)
                               for s in range(1, n + 1)}
+    viewers = {s: Viewer.player(s) for s in table}
     seen = dict.fromkeys(table, 0)
     faults = dict.fromkeys(table, 0)
     reasons: dict[int, list[str]] = {}
@@ -168,7 +169,7 @@ def play_match(
     while not game.ended and game.day <= max_days:
         seq = game.phase_seq
         for slot in seats_to_ask(game):
-            obs = view(game, Viewer.player(slot), since=seen[slot])
+            obs = view(game, viewers[slot], since=seen[slot])
             views += 1
             seen[slot] = obs.version
             seat = table[slot]

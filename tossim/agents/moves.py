@@ -477,17 +477,31 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     them come from `talk.py`, picked with `rng`. Without one a claim or a
     result is the plain vocabulary sentence (the scripted bots add their own
     wording around it) and other moves take their first wording."""
-    plain = rng is None
-    rng = rng or random.Random(0)
-
     def name(s: int | None) -> str:
         return names.get(s or 0, f"Player {s}")
 
+    # moves that draw no wording first: the scripted bots render their wills
+    # and claims on most turns, and a fresh RNG costs more than the text
+    if isinstance(move, WillMove):
+        results = [f"N{r.night}: {r.sentence(name)}" for r in move.results]
+        while results and len("\n".join([cv.say_role(move.role), *results])) > MAX_WILL:
+            results.pop(0)  # the oldest results go first: a will holds 400 characters
+        return "\n".join([cv.say_role(move.role), *results])
+    if isinstance(move, Ask):
+        return QUESTIONS[move.topic].format(name=name(move.target))
+    if isinstance(move, DeathNoteMove):
+        return move.text
+    if rng is None:
+        if isinstance(move, ClaimRole):
+            return cv.say_role(move.role)
+        if isinstance(move, Report):
+            return move.result.sentence(name)
+        rng = random.Random(0)  # the first wording
+
     if isinstance(move, ClaimRole):
-        return ("" if plain else talk.claim_intro(rng, False)) + cv.say_role(move.role)
+        return talk.claim_intro(rng, False) + cv.say_role(move.role)
     if isinstance(move, Report):
-        said = move.result.sentence(name)
-        return said if plain else f"{talk.results_intro(rng)} {said}"
+        return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
     if isinstance(move, Accuse):
         return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
     if isinstance(move, Defend):
@@ -498,15 +512,6 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     if isinstance(move, VotePlan):
         return talk.pick(rng, (f"I am voting {name(move.target)} today.",
                                f"My vote goes to {name(move.target)}."))
-    if isinstance(move, Ask):
-        return QUESTIONS[move.topic].format(name=name(move.target))
-    if isinstance(move, WillMove):
-        results = [f"N{r.night}: {r.sentence(name)}" for r in move.results]
-        while results and len("\n".join([cv.say_role(move.role), *results])) > MAX_WILL:
-            results.pop(0)  # the oldest results go first: a will holds 400 characters
-        return "\n".join([cv.say_role(move.role), *results])
-    if isinstance(move, DeathNoteMove):
-        return move.text
     raise TypeError(f"not a move: {move!r}")
 
 

@@ -33,9 +33,13 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
-from tossim.engine.roles import ROLES, Faction, cover_claims, find_role, threat
+from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
 from tossim.engine.view import View
 
+# The claim kinds, as module names: `_hear` compares each claim heard with them.
+_ROLE, _NO_CLAIM, _BEG, _ACCUSE = cv.ROLE, cv.NO_CLAIM, cv.BEG, cv.ACCUSE
+_SUSPICIOUS, _INNOCENT, _GROUP = cv.SUSPICIOUS, cv.INNOCENT, cv.GROUP
+_VISITED, _MAFIA_VISITED = cv.VISITED, cv.MAFIA_VISITED
 KEY_CLAIMS = ("sheriff", "investigator", "lookout")  # roles that share results
 # Town roles whose visit to a player who then died is no sign of guilt (a Doctor's
 # or Bodyguard's would have saved a player from an ordinary attack).
@@ -72,10 +76,20 @@ def _possible_roles(role_list: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+_ENEMY: dict[str, tuple[Role, bool]] = {}  # role key -> (the role read, an enemy?)
+
+
 def _enemy(role: str) -> bool:
-    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts)."""
+    """A role the Town must lynch (the registry's threat fact, docs/rules.md#role-facts).
+    Asked for every claim on every suspicion update, so the answer is kept
+    per role (and read again if the registry's role under that key changes)."""
     r = ROLES.get(role)
-    return r is not None and threat(r) >= 1.0
+    if r is None:
+        return False
+    hit = _ENEMY.get(role)
+    if hit is None or hit[0] is not r:
+        hit = _ENEMY[role] = (r, threat(r) >= 1.0)
+    return hit[1]
 
 
 def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
@@ -165,6 +179,8 @@ class ScriptedBot:
         self.vote_log: dict[int, tuple[int, int]] = {}  # voter -> (day, target) last vote
         self._sus: dict[int, float] | None = None
         self._stats: tuple[set[str], dict[str, int]] | None = None
+        self._name_map: dict[int, str] | None = None  # slot -> name, for `render`
+        self._will_key: tuple[str, int] | None = None  # what the last will was made of
 
     # ---- observing -----------------------------------------------------------------
     def decide(self, obs: View) -> list[Command]:
@@ -231,55 +247,58 @@ class ScriptedBot:
         assert self.vocab is not None
         return self.vocab.slot_of.get(name) if isinstance(name, str) else None
 
-    def _hear(self, src: int, text: str, day: int) -> None:
-        """Public chat or a will: record every claim `src` makes."""
+    def _hear(self, src: int, text: str, day: int) -> bool:
+        """Public chat or a will: record every claim `src` makes; whether there
+        was any (most lines claim nothing and change no suspicion)."""
         assert self.vocab is not None
         if src == self.slot:
-            return
-        for c in self.vocab.parse(text):
+            return False
+        said = self.vocab.parse(text)
+        for c in said:
             kind = c.kind
-            if kind == cv.ROLE:
+            if kind == _ROLE:
                 before = self.claims.get(src)
                 if before is not None and before != c.role and src not in self.dead_role:
                     self.own[src] = self.own.get(src, 0.0) + 1.0  # changed their story
                     self.changed[src] = (before, c.role)
                 self.claims[src] = c.role
                 continue
-            if kind == cv.NO_CLAIM:
+            if kind == _NO_CLAIM:
                 self.own[src] = self.own.get(src, 0.0) + 0.3
                 self.refused.add(src)
                 continue
-            if kind == cv.BEG:
+            if kind == _BEG:
                 self.begged[src] = day
                 continue
-            if c.target is None or kind == cv.MAFIA_VISITED:
+            if c.target is None or kind == _MAFIA_VISITED:
                 continue
-            if kind == cv.ACCUSE or (kind == cv.SUSPICIOUS and self.claims.get(src) == "sheriff"):
+            if kind == _ACCUSE or (kind == _SUSPICIOUS and self.claims.get(src) == "sheriff"):
                 self._call(src, c.target, day)
-            if kind == cv.VISITED:
+            if kind == _VISITED:
                 self._said.setdefault(src, []).append(c)
             w = 0.0
             extra: Any = None
-            if kind == cv.SUSPICIOUS:
+            if kind == _SUSPICIOUS:
                 w = 1.0
-            elif kind == cv.INNOCENT:
+            elif kind == _INNOCENT:
                 w = -0.7
-            elif kind == cv.ACCUSE:
+            elif kind == _ACCUSE:
                 w = 0.15  # the reason given, if any, is evidence each bot weighs itself
-            elif kind == cv.GROUP:
+            elif kind == _GROUP:
                 extra = c.roles
-            elif kind == cv.VISITED:
+            elif kind == _VISITED:
                 died = c.target in self.night_deaths.get(day - 1, ())
                 w, extra = (1.0 if died else 0.1), c.visitor
-            target = c.visitor if kind == cv.VISITED else c.target
+            target = c.visitor if kind == _VISITED else c.target
             assert target is not None
-            sig = (src, kind, target, c.target if kind == cv.VISITED else None)
+            sig = (src, kind, target, c.target if kind == _VISITED else None)
             if sig in self.heard:
                 continue  # saying it again adds nothing
             self.heard.add(sig)
             self.reports.append((src, kind, target, w, extra))
-            if target == self.slot and kind != cv.INNOCENT:
+            if target == self.slot and kind != _INNOCENT:
                 self.accused_me = True
+        return bool(said)
 
     def _call(self, src: int, target: int, day: int) -> None:
         """Someone called for a vote on `target` today (in public)."""
@@ -338,9 +357,13 @@ class ScriptedBot:
         if self._sus is not None:
             return self._sus
         self._stats = None
-        s = {p: self.own.get(p, 0.0) for p in self.alive}
+        own = self.own
+        s = {p: own.get(p, 0.0) for p in self.alive}
         trusts: dict[int, float] = {}
-        for src, kind, target, w, extra in self.reports:
+        claim_of = self.claims.get
+        dead_role = self.dead_role
+        group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
+        for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
             t = trusts.get(src)
@@ -348,15 +371,14 @@ class ScriptedBot:
                 t = trusts[src] = self.trust(src)
             if t <= 0.0:
                 continue
-            claim = self.claims.get(src)
-            if kind == cv.GROUP:
-                w = self.group_weight(extra, self.claims.get(target))
-                if claim != "investigator" and src not in self.dead_role:
+            if kind == group:
+                w = self.group_weight(extra, claim_of(target))
+                if claim_of(src) != "investigator" and src not in dead_role:
                     w *= 0.5
-            elif kind in (cv.SUSPICIOUS, cv.INNOCENT) and claim != "sheriff" \
-                    and src not in self.dead_role:
+            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff" \
+                    and src not in dead_role:
                 w *= 0.4
-            elif kind == cv.VISITED and self.claims.get(target) in VISITING_TOWN:
+            elif kind == visited and claim_of(target) in VISITING_TOWN:
                 w *= 0.3
             s[target] += t * w
         for p, roles in self.own_groups.items():
@@ -364,8 +386,9 @@ class ScriptedBot:
                 s[p] += self.group_weight(roles, self.claims.get(p))
         dead_roles, claimants = self._claim_stats()
         town_me = ROLES[self.role].faction is Faction.TOWN
+        revealed, fixed, my_role, me = self.revealed, self.fixed, self.role, self.slot
         for p, c in self.claims.items():
-            if p not in s or p in self.revealed:
+            if p not in s or p in revealed:
                 continue
             if _enemy(c):
                 s[p] += 3.0
@@ -374,9 +397,9 @@ class ScriptedBot:
             else:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.35
-                if c not in self.fixed and c not in ("veteran", "vigilante"):
+                if c not in fixed and c not in ("veteran", "vigilante"):
                     s[p] += 0.15  # only the Random Town slot can be this role
-            if town_me and c == self.role and p != self.slot:
+            if town_me and c == my_role and p != me:
                 s[p] += 2.0 if ROLES[c].unique else 0.8  # I know who has my role
         if self.claim_round:
             for p in s:
@@ -449,9 +472,17 @@ class ScriptedBot:
     def _move_text(self, move: Move) -> str:
         """A claim, result or will through the model seats' renderer (moves.py),
         in its plain vocabulary form (no RNG: the bot draws its own wording)."""
-        return render(move, dict(enumerate(self.names, start=1)))
+        if self._name_map is None:
+            self._name_map = dict(enumerate(self.names, start=1))
+        return render(move, self._name_map)
 
     def _will_cmd(self) -> list[Command]:
+        # the will is the role and the last results, and results are only ever
+        # added: the same role and count write the same will again
+        key = (self.role, len(self.results))
+        if key == self._will_key:
+            return []
+        self._will_key = key
         role = ROLES[self.role].name
         text = self._move_text(WillMove(role, True, tuple(self.results[-8:])))[:400]
         if text == self.will:
@@ -1129,10 +1160,12 @@ class ScriptedBot:
 
 def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
-    b.lines_heard.add(str(d.get("text", "")))
+    text = d.get("text", "")
+    b.lines_heard.add(str(text))
     if isinstance(author, int):
         b.talked[author] = b.talked.get(author, 0) + 1
-        b._hear(author, d.get("text", ""), b.ev_day)
+        if b._hear(author, text, b.ev_day):  # most lines leave the suspicion as it was
+            b._sus = b._stats = None
 
 
 def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1151,6 +1184,7 @@ def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
             b.jail_claims[author] = c.role
         elif c.kind == cv.NO_CLAIM:
             b.own[author] = b.own.get(author, 0.0) + 0.4
+            b._sus = b._stats = None
 
 
 def _on_will(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1170,8 +1204,9 @@ def _on_vote_cancel(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_voting(b: ScriptedBot, d: dict[str, Any]) -> None:
-    if b.ev_day >= CLAIM_DAY:
+    if b.ev_day >= CLAIM_DAY and not b.claim_round:
         b.claim_round = True
+        b._sus = b._stats = None  # the only part of a vote that changes suspicion
     b.votes = {}
     b.my_vote = None
     b.accused = None
@@ -1332,9 +1367,11 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "night.mafia_chosen": _on_mafia_chosen,
 }
 
-# Events after which suspicion must be computed again.
+# Events after which suspicion must be computed again (a chat line only when
+# it claims something, a vote only when it opens the claim round: their
+# handlers say so themselves).
 _CHANGES_SUSPICION = frozenset({
-    "chat.public", "chat.jail", "dawn.will", "lynch.will", "phase.voting", "mayor.reveal",
+    "dawn.will", "lynch.will", "mayor.reveal",
     "lynch.death",
     "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
     "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",

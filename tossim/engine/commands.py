@@ -15,11 +15,11 @@ class Command:
     type: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
+        """The stored form: "type" first, then the fields in declaration order."""
+        out: dict[str, Any] = {"type": self.type}
+        for name in _fields(type(self)):
             value = getattr(self, name)
             out[name] = list(value) if isinstance(value, tuple) else value
-        out["type"] = self.type
         return out
 
 
@@ -109,6 +109,24 @@ COMMAND_TYPES: dict[str, type[Command]] = {
 }
 
 
+# Field names per command class, in declaration order, read once: every
+# command applied is stored with `to_dict` and every stored one is read back
+# with `command_from_dict`, so neither asks `dataclasses.fields` per call.
+_FIELDS: dict[type[Command], tuple[str, ...]] = {}
+
+
+def _fields(cls: type[Command]) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+_ACCEPTED: dict[type[Command], frozenset[str]] = {
+    c: frozenset(_fields(c)) | {"type"} for c in COMMAND_TYPES.values()
+}
+
+
 class MalformedCommand(ValueError):
     """A stored or received command that does not have the shape of any command."""
 
@@ -120,8 +138,7 @@ def command_from_dict(data: dict[str, Any]) -> Command:
     cls = COMMAND_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise MalformedCommand(f"unknown command type {kind!r}")
-    names = {f.name for f in fields(cls)}
-    extra = set(data) - names - {"type"}
+    extra = data.keys() - _ACCEPTED[cls]
     if extra:
         raise MalformedCommand(f"unknown field(s) for {kind}: {', '.join(sorted(extra))}")
     kwargs = {k: v for k, v in data.items() if k != "type"}
@@ -139,15 +156,15 @@ def command_from_dict(data: dict[str, Any]) -> Command:
 
 
 def _check_types(cmd: Command) -> None:
-    for f in fields(cmd):
-        value = getattr(cmd, f.name)
-        if f.name in ("actor", "target", "phase_seq"):
+    for name in _fields(type(cmd)):
+        value = getattr(cmd, name)
+        if name in ("actor", "target", "phase_seq"):
             ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
-            if f.name == "actor":
+            if name == "actor":
                 ok = isinstance(value, int) and not isinstance(value, bool)
-        elif f.name == "targets":
+        elif name == "targets":
             ok = all(isinstance(t, int) and not isinstance(t, bool) for t in value)
         else:  # text, verdict, ability, channel
-            ok = isinstance(value, str) or (f.name == "channel" and value is None)
+            ok = isinstance(value, str) or (name == "channel" and value is None)
         if not ok:
-            raise MalformedCommand(f"{cmd.type}: bad value for {f.name}: {value!r}")
+            raise MalformedCommand(f"{cmd.type}: bad value for {name}: {value!r}")

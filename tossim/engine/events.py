@@ -32,12 +32,23 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+# Values that are already immutable (most event data: slots, names, texts).
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
-    """Lists become tuples and dicts FrozenDicts, all the way down."""
+    """Lists become tuples and dicts FrozenDicts, all the way down. Every event
+    freezes its data, so plain values skip the recursion."""
+    if type(value) in _ATOMS:
+        return value
     if isinstance(value, dict):
+        if _ATOMS.issuperset(map(type, value.values())):  # flat: copied in one step
+            return FrozenDict(value)
         return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
+        if _ATOMS.issuperset(map(type, value)):
+            return tuple(value)
+        return tuple([freeze(v) for v in value])
     return value
 
 
@@ -57,8 +68,18 @@ PUBLIC = Audience("public")
 OMNISCIENT = Audience("omniscient")
 
 
+_TO: dict[tuple[int, ...], Audience] = {}
+
+
 def to(*slots: int) -> Audience:
-    return Audience("players", frozenset(slots))
+    """The audience of these players (one shared value per group: most private
+    events go to one player, and an Audience is frozen)."""
+    audience = _TO.get(slots)
+    if audience is None:
+        if len(_TO) > 4096:
+            _TO.clear()
+        audience = _TO[slots] = Audience("players", frozenset(slots))
+    return audience
 
 
 @dataclass(frozen=True, slots=True)

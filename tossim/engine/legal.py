@@ -9,6 +9,7 @@ candidates the actor could have meant.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -195,9 +196,39 @@ def day_ability(game: Game, p: Player) -> Ability | None:
 
 # ---- the list ----------------------------------------------------------------------
 
+# LegalActions are frozen values, so equal ones can be one object: a view is
+# built for every seat and turn, and the same few actions (talk in public,
+# vote for the living, write a will) come up again and again.
+_MADE: dict[tuple[str, tuple[int, ...], int, str, tuple[str, ...]], LegalAction] = {}
+
+
+def _action(kind: str, targets: tuple[int, ...] = (), n_targets: int = 0, ability: str = "",
+            options: tuple[str, ...] = ()) -> LegalAction:
+    key = (kind, targets, n_targets, ability, options)
+    made = _MADE.get(key)
+    if made is None:
+        if len(_MADE) > 8192:
+            _MADE.clear()
+        made = _MADE[key] = LegalAction(kind, targets, n_targets, ability, options)
+    return made
+
+
+# the actions that never vary, and talk by the channels open (a handful)
+_JUDGE = LegalAction("judge", options=VERDICTS)
+_REVEAL = LegalAction("reveal", ability="reveal")
+_WILL = LegalAction("will")
+_DEATH_NOTE = LegalAction("death_note")
+_CHAT: dict[tuple[str, ...], LegalAction] = {}
+
+
 def _chat(game: Game, p: Player) -> LegalAction | None:
     channels = chat_channels(game, p)
-    return LegalAction("chat", options=channels) if channels else None
+    if not channels:
+        return None
+    action = _CHAT.get(channels)
+    if action is None:
+        action = _CHAT[channels] = LegalAction("chat", options=channels)
+    return action
 
 
 def _whisper(game: Game, p: Player) -> LegalAction | None:
@@ -206,7 +237,7 @@ def _whisper(game: Game, p: Player) -> LegalAction | None:
     me = p.slot
     targets = tuple([q.slot for q in game.players
                      if q.alive and q.slot != me and not q.revealed])
-    return LegalAction("whisper", targets=targets, n_targets=1) if targets else None
+    return _action("whisper", targets, 1) if targets else None
 
 
 def _vote(game: Game, p: Player) -> LegalAction | None:
@@ -214,12 +245,12 @@ def _vote(game: Game, p: Player) -> LegalAction | None:
         return None
     me = p.slot
     targets = tuple([q.slot for q in game.players if q.alive and q.slot != me])
-    return LegalAction("vote", targets=targets, n_targets=1)
+    return _action("vote", targets, 1)
 
 
 def _judge(game: Game, p: Player) -> LegalAction | None:
     if p.alive and game.phase is Phase.JUDGEMENT and p.slot != game.accused:
-        return LegalAction("judge", options=VERDICTS)
+        return _JUDGE
     return None
 
 
@@ -231,7 +262,7 @@ def _night(game: Game, p: Player) -> LegalAction | None:
     n = 0 if ability.rule is TargetRule.SELF else ability.targets
     if not targets or len(targets) < n:
         return None
-    return LegalAction("night", targets=targets, n_targets=n, ability=ability.name)
+    return _action("night", targets, n, ability.name)
 
 
 def _day(kind: str) -> Callable[[Game, Player], LegalAction | None]:
@@ -240,18 +271,18 @@ def _day(kind: str) -> Callable[[Game, Player], LegalAction | None]:
         if day is None or day.name != kind:
             return None
         if kind == "reveal":
-            return LegalAction("reveal", ability="reveal")
+            return _REVEAL
         targets = ability_targets(game, p, day)
-        return LegalAction(kind, targets=targets, n_targets=1, ability=kind) if targets else None
+        return _action(kind, targets, 1, kind) if targets else None
     return build
 
 
 def _will(game: Game, p: Player) -> LegalAction | None:
-    return LegalAction("will") if p.alive else None
+    return _WILL if p.alive else None
 
 
 def _death_note(game: Game, p: Player) -> LegalAction | None:
-    return LegalAction("death_note") if p.alive and p.spec.death_note else None
+    return _DEATH_NOTE if p.alive and p.spec.death_note else None
 
 
 # One builder per kind, in the order clients list them. `check` asks only the
@@ -263,11 +294,39 @@ BUILDERS: dict[str, Callable[[Game, Player], LegalAction | None]] = {
 }
 
 
+# The phases in which each kind can be offered at all (each builder checks its
+# phase itself too); kinds not listed can be offered in any phase. A view is
+# built for every seat and turn, so `legal_actions` asks only the builders
+# that can answer: those of the current phase, and of the day abilities only
+# the one the player's role has.
+_KIND_PHASES: dict[str, frozenset[Phase]] = {
+    "whisper": TALK_PHASES, "vote": frozenset({Phase.VOTING}),
+    "judge": frozenset({Phase.JUDGEMENT}), "night": frozenset({Phase.NIGHT}),
+    "jail": DAY_PHASES, "seance": DAY_PHASES, "reveal": DAY_PHASES,
+}
+_DAY_KINDS = frozenset({"jail", "seance", "reveal"})
+_Builders = tuple[Callable[[Game, Player], LegalAction | None], ...]
+_ASKED: dict[tuple[Phase, str], _Builders] = {}
+
+
+def _builders(phase: Phase, day_ability_name: str) -> _Builders:
+    key = (phase, day_ability_name)
+    out = _ASKED.get(key)
+    if out is None:
+        out = _ASKED[key] = tuple(
+            build for kind, build in BUILDERS.items()
+            if phase in _KIND_PHASES.get(kind, (phase,))
+            and (kind not in _DAY_KINDS or kind == day_ability_name))
+    return out
+
+
 def legal_actions(game: Game, slot: int) -> list[LegalAction]:
     if game.phase is Phase.ENDED:
         return []
     p = game.player(slot)
-    return [a for build in BUILDERS.values() if (a := build(game, p)) is not None]
+    day = p.spec.day
+    return [a for build in _builders(game.phase, day.name if day is not None else "")
+            if (a := build(game, p)) is not None]
 
 
 def legal_action(game: Game, slot: int, kind: str) -> LegalAction | None:
@@ -321,12 +380,10 @@ def _phase_name(game: Game) -> str:
     return f"Day {game.day}, {game.phase.value.replace('_', ' ')}"
 
 
-def _unprintable(ch: str) -> bool:
-    """Control characters (a NUL cannot even be stored in PostgreSQL) and lone
-    surrogates (not encodable as UTF-8). Newlines and tabs are fine."""
-    code = ord(ch)
-    return ((code < 0x20 and ch not in "\n\t") or 0x7F <= code < 0xA0
-            or 0xD800 <= code < 0xE000)
+# Control characters (a NUL cannot even be stored in PostgreSQL) and lone
+# surrogates (not encodable as UTF-8); newlines and tabs are fine. One regex
+# search per text: every chat line and will is checked.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _check_text(text: str, limit: int, what: str, allow_empty: bool = False) -> None:
@@ -335,7 +392,7 @@ def _check_text(text: str, limit: int, what: str, allow_empty: bool = False) -> 
     if len(text) > limit:
         raise IllegalCommand(f"Your {what} is {len(text)} characters; the limit is {limit}.",
                              "parameter")
-    if any(_unprintable(ch) for ch in text):
+    if _UNPRINTABLE.search(text):
         raise IllegalCommand(f"Your {what} contains a control character.", "parameter")
 
 

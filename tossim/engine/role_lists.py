@@ -86,8 +86,10 @@ class Slot:
         return self.text
 
 
-def parse_slot(text: str, index: int | None = None) -> Slot:
-    """Understand one slot; raise RoleListError naming it when nothing fits."""
+def parse_slot(text: str, index: int | None = None,
+               known_categories: dict[str, str] | None = None) -> Slot:
+    """Understand one slot; raise RoleListError naming it when nothing fits.
+    `known_categories`: `categories()`, when the caller has it already."""
     key = _norm(text)
     if not key:
         raise RoleListError(index, text, "empty slot")
@@ -97,7 +99,7 @@ def parse_slot(text: str, index: int | None = None) -> Slot:
         faction = key.removeprefix("random ")
         if faction in {f.value for f in Faction}:
             return Slot(text, SlotKind.FACTION, faction)
-    category = categories().get(key)
+    category = (categories() if known_categories is None else known_categories).get(key)
     if category is not None:
         return Slot(text, SlotKind.CATEGORY, category)
     r = find_role(text)
@@ -109,7 +111,8 @@ def parse_slot(text: str, index: int | None = None) -> Slot:
 
 
 def parse_role_list(texts: Iterable[str]) -> tuple[Slot, ...]:
-    return tuple(parse_slot(t, i) for i, t in enumerate(texts, start=1))
+    known = categories()  # read the registry once per list, not once per slot
+    return tuple(parse_slot(t, i, known) for i, t in enumerate(texts, start=1))
 
 
 def split_role_list(text: str) -> list[str]:

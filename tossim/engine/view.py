@@ -8,15 +8,14 @@ this file lets it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.engine import phases
-from tossim.engine.events import Event
+from tossim.engine.events import Event, FrozenDict
 from tossim.engine.legal import LegalAction, legal_actions
-from tossim.engine.roles import ROLES
-from tossim.engine.state import Game, Phase, Player
+from tossim.engine.roles import ROLES, Faction
+from tossim.engine.state import Death, Game, Phase, Player
 
 # Effects a player is told about (a douse is secret: A2.8).
 SELF_KNOWN_EFFECTS = frozenset({"blackmailed", "disguised"})
@@ -81,28 +80,6 @@ def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
     slot = viewer.slot
     return [e for e in game.events[since:]
             if e.audience.kind == "public" or slot in e.audience.players]
-
-
-def _role_filter(game: Game, viewer: Viewer) -> Callable[[Player], bool]:
-    """Whose role this viewer may know: everyone's once the game is over or
-    for an omniscient viewer; otherwise the dead, a revealed Mayor, yourself
-    and, for the Mafia, the other Mafia members."""
-    if viewer.kind == "omniscient" or game.phase is Phase.ENDED:
-        return lambda p: True
-    me = game.player(viewer.slot) if viewer.kind == "player" and viewer.slot else None
-    team = me.spec.night_chat if me is not None else ""
-    if not team:
-        mine = me.slot if me is not None else None
-
-        def known_alone(p: Player) -> bool:
-            return not p.alive or p.slot == mine or (p.revealed and p.role == "mayor")
-        return known_alone
-    # in a team with a night chat (Mafia, Vampires): yourself and your teammates
-    mates = frozenset(q.slot for q in game.players if q.spec.night_chat == team)
-
-    def known(p: Player) -> bool:
-        return not p.alive or p.slot in mates or (p.revealed and p.role == "mayor")
-    return known
 
 
 @dataclass
@@ -170,56 +147,121 @@ def _roster_entry(p: Player, known: bool, all_known: bool) -> dict[str, Any]:
                 "role": ROLES[p.role].name if known else None, "revealed_mayor": p.revealed}
     # a dead player shows the role the town saw at death, and the graveyard entry
     return {"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
-            "revealed_mayor": p.revealed,
-            "death": {"day": death.day, "at_night": death.at_night,
-                      "causes": list(death.causes), "will": death.will,
-                      "death_notes": list(death.death_notes), "cleaned": death.cleaned,
-                      "forged": death.forged and all_known}}
+            "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)}
+
+
+# The graveyard entry of each death as viewers see it, made once: a Death is
+# never changed once the engine has made it, and every view of the rest of
+# the game shows it. Kept with the Death itself, so an entry is only ever
+# found again for the same object.
+_GRAVEYARD: dict[tuple[int, bool], tuple[Death, FrozenDict]] = {}
+
+
+def _graveyard(death: Death, all_known: bool) -> FrozenDict:
+    key = (id(death), all_known)
+    hit = _GRAVEYARD.get(key)
+    if hit is None or hit[0] is not death:
+        if len(_GRAVEYARD) > 4096:
+            _GRAVEYARD.clear()
+        hit = _GRAVEYARD[key] = (death, FrozenDict(
+            day=death.day, at_night=death.at_night, causes=list(death.causes),
+            will=death.will, death_notes=list(death.death_notes), cleaned=death.cleaned,
+            forged=death.forged and all_known))
+    return hit[1]
+
+
+_FACTION_VALUE = {f: f.value for f in Faction}
+_PHASE_VALUE = {p: p.value for p in Phase}
 
 
 def _self_view(game: Game, p: Player) -> dict[str, Any]:
-    spec = p.spec
+    spec = ROLES[p.role]
+    slot = p.slot
     you: dict[str, Any] = {
-        "slot": p.slot, "name": p.name, "role": spec.name, "role_key": p.role,
-        "faction": spec.faction.value, "alignment": spec.alignment,
+        "slot": slot, "name": p.name, "role": spec.name, "role_key": p.role,
+        "faction": _FACTION_VALUE[spec.faction], "alignment": spec.alignment,
         "summary": spec.summary, "goal": spec.goal, "alive": p.alive,
         "uses": dict(p.uses), "will": p.will, "death_note": p.death_note,
-        "jailed": game.prisoner == p.slot,
-        "night_action": list(game.night_actions.get(p.slot, ())),
-        "vote": game.votes.get(p.slot), "verdict": game.verdicts.get(p.slot),
+        "jailed": game.prisoner == slot,
+        "night_action": list(game.night_actions.get(slot, ())),
+        "vote": game.votes.get(slot), "verdict": game.verdicts.get(slot),
     }
     if p.role == "executioner" and p.target is not None:
         you["target"] = p.target
     if p.role == "jailor":
         you["prisoner"] = game.prisoner
         you["jail_choice"] = game.jail_choice
-    if spec.night_chat:
+    team = spec.night_chat
+    if team:
         you["teammates"] = [q.slot for q in game.players
-                            if q.spec.night_chat == spec.night_chat and q.slot != p.slot]
+                            if ROLES[q.role].night_chat == team and q.slot != slot]
     if p.effects:  # your own lasting effects (blackmailed, doused is not told)
         you["effects"] = sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS)
     return you
 
 
+def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
+    """Whose role `me` may know while the game runs, besides the dead and a
+    revealed Mayor: yourself and, in a team with a night chat (Mafia,
+    Vampires), your teammates. Everyone's once the game is over or for an
+    omniscient viewer (`view` passes None then)."""
+    if me is None:
+        return frozenset()
+    team = me.spec.night_chat
+    if not team:
+        return frozenset((me.slot,))
+    return frozenset(q.slot for q in game.players if ROLES[q.role].night_chat == team)
+
+
+def _roster(game: Game, known: frozenset[int] | None, all_known: bool) -> list[dict[str, Any]]:
+    """Every seat as `_roster_entry` writes it (`known` None: every role is
+    known). One loop instead of a call per seat: a game hands out a view per
+    seat and turn."""
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for p in game.players:
+        death = p.death
+        if p.alive or death is None:
+            alive, slot = p.alive, p.slot
+            seen = (known is None or not alive or slot in known
+                    or (p.revealed and p.role == "mayor"))
+            append({"slot": slot, "name": p.name, "alive": alive,
+                    "role": ROLES[p.role].name if seen else None,
+                    "revealed_mayor": p.revealed})
+        else:  # as `_roster_entry` writes a dead player
+            append({"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
+                    "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)})
+    return out
+
+
 def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     """Everything `viewer` may know now; `events` holds the visible events after
     version `since` (0: all of them)."""
-    known = _role_filter(game, viewer)
-    all_known = viewer.kind == "omniscient" or game.phase is Phase.ENDED
-    roster = [_roster_entry(p, known(p), all_known) for p in game.players]
-    events = [project_event(e, viewer) for e in visible_events(game, viewer, since)]
+    kind = viewer.kind
+    all_known = kind == "omniscient" or game.phase is Phase.ENDED
+    me = game.player(viewer.slot) if kind == "player" and viewer.slot is not None else None
+    roster = _roster(game, None if all_known else _known_slots(game, me), all_known)
+    tail = game.events[since:]
+    if kind == "omniscient":
+        events = [project_event(e, viewer) for e in tail]
+    elif kind == "player":
+        slot = viewer.slot
+        events = [e.shared for e in tail
+                  if e.audience.kind == "public" or slot in e.audience.players]
+    else:
+        events = [e.shared for e in tail if e.audience.kind == "public"]
     you = None
     actions: list[LegalAction] = []
-    if viewer.kind == "player" and viewer.slot is not None:
-        me = game.player(viewer.slot)
+    if me is not None:
         you = _self_view(game, me)
-        actions = legal_actions(game, viewer.slot)
+        actions = legal_actions(game, me.slot)
     trial: dict[str, Any] = {"trials_today": game.trials, "accused": game.accused}
     if game.phase is Phase.VOTING:
         trial["votes"] = {str(k): v for k, v in sorted(phases.tally(game).items())}
         trial["needed"] = phases.votes_needed(game)
     return View(
-        viewer=viewer.label(), version=game.version, day=game.day, phase=game.phase.value,
+        viewer=viewer.label(), version=len(game.events), day=game.day,
+        phase=_PHASE_VALUE[game.phase],
         phase_seq=game.phase_seq, roster=roster, events=events, legal=actions, you=you,
         trial=trial, result=game.result, winners=list(game.winners),
     )
