@@ -29,10 +29,11 @@ from pathlib import Path
 import pytest
 
 from tossim.agents import play_match
+from tossim.agents.entry_match import play_entry_match
 from tossim.agents.loop import LoopConfig
-from tossim.agents.model_match import play_model_match
 from tossim.engine import Game, GameConfig, apply, command_from_dict, new_game
 from tossim.engine.rules import make_config
+from tossim.inference.catalogue import backend_entry
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 REGEN = "TOSSIM_WRITE_GOLDENS=1 .venv/bin/python -m pytest tests/test_goldens.py"
@@ -46,8 +47,9 @@ def _model_seats(config: GameConfig) -> Game:
     pytest.importorskip("outlines_core")
     from tests.agents.grammar_backend import GrammarWalkBackend
 
-    match = asyncio.run(play_model_match(
-        config, GrammarWalkBackend(), model_seats=(1, 2, 3), max_days=3,
+    match = asyncio.run(play_entry_match(
+        config, backend_entry("local"), backend=GrammarWalkBackend(), model_seats=(1, 2, 3),
+        max_days=3,
         loop_config=LoopConfig(max_tool_calls=2, turn_tokens=600), summaries_by_model=False))
     return match.result.game
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tossim.agents import ScriptedBot, Seat, play_match, seats_to_ask
+from tossim.agents import Bot, ScriptedBot, play_match, seats_to_ask
 from tossim.engine import (
     Chat,
     Command,
@@ -35,8 +35,8 @@ class Recorder:
 
 
 def test_seats_are_protocol_instances() -> None:
-    assert isinstance(ScriptedBot(1, 0), Seat)
-    assert isinstance(Recorder(1, 0), Seat)
+    assert isinstance(ScriptedBot(1, 0), Bot)
+    assert isinstance(Recorder(1, 0), Bot)
 
 
 def test_observations_are_incremental_and_asked_once_per_phase() -> None:
@@ -106,7 +106,7 @@ def test_max_days_stops_an_endless_game() -> None:
         def decide(self, obs: View) -> list[Command]:
             return []
 
-    idle: dict[int, Seat] = {s: Idle() for s in range(1, 16)}
+    idle: dict[int, Bot] = {s: Idle() for s in range(1, 16)}
     result = play_match(GameConfig(players=15, seed=4), seats=idle, max_days=2)
     assert not result.game.ended and not result.finished
     assert result.days == 3 and result.result is None

@@ -108,31 +108,23 @@ def play(
     if speech is not None and speech not in ("free", "moves"):
         raise typer.BadParameter("free or moves", param_hint="--speech")
     model_slots: list[int] = []
-    if model_entry is not None:
-        from tossim.tools.play_entry import play_entry
+    if model_entry is not None or ai != "scripted":
+        from tossim.tools.play_entry import play_entry, write_metrics
 
-        result = play_entry(config, model_entry, models, model_seats, metrics, url, model,
-                            speech)
+        match = (play_entry(config, model_entry, models, model_seats, url, model, speech)
+                 if model_entry is not None
+                 else _model_match(config, ai, model, url, protocol, model_seats, speech))
+        if metrics is not None:
+            write_metrics(metrics, match)
+        result = match.result
         model_slots = list(range(1, (model_seats or config.players) + 1))
-    elif ai == "scripted":
+    else:
         from tossim.agents.match import play_match
 
         result = play_match(config)
         if metrics is not None:
             metrics.write_text(json.dumps({"result": result.result, "days": result.days},
                                           indent=1, sort_keys=True) + "\n")
-    else:
-        from tossim.agents.turn_records import seat_records
-
-        match = _model_match(config, ai, model, url, protocol, model_seats, speech)
-        result = match.result
-        model_slots = sorted(match.seats)
-        if metrics is not None:
-            metrics.write_text(json.dumps({
-                "result": result.result, "days": result.days,
-                "seconds": round(match.seconds, 1), "summaries": result.summaries,
-                "turns": seat_records(match.seats),
-                **match.metrics()}, indent=1, sort_keys=True) + "\n")
     game = result.game
     if metrics is not None:
         _add_quality(metrics, game, model_slots)
@@ -166,40 +158,22 @@ def _add_quality(path: Path, game: Game, model_slots: list[int]) -> None:
 
 def _model_match(config: GameConfig, ai: str, model: str | None, url: str | None,
                  protocol: str, model_seats: int | None, speech: str | None = None) -> Any:
-    """Play a match with model seats, printing one progress line per phase."""
-    import asyncio
-
+    """`--ai BACKEND`: the backend's built-in entry, on a backend made here
+    (closed at the end), printing one progress line per phase."""
     from tossim.agents.loop import LoopConfig
-    from tossim.agents.model_match import play_model_match
     from tossim.inference.base import BackendUnavailable
+    from tossim.inference.catalogue import backend_entry
     from tossim.inference.registry import make_backend
+    from tossim.tools.play_entry import run_entry
 
     try:
         backend = make_backend(ai, model=model, url=url)
     except BackendUnavailable as exc:
         raise typer.BadParameter(str(exc), param_hint="--ai") from None
-    started = time.perf_counter()
-
-    def progress(day: int, phase: str) -> None:
-        st = backend.stats
-        typer.echo(f"[{time.perf_counter() - started:7.1f} s] day {day} {phase}: "
-                   f"{st.requests} requests, {st.generated_tokens} tokens generated", err=True)
-
-    seats = range(1, (model_seats or config.players) + 1)
-    from tossim.inference.catalogue import backend_entry
     # unset: the backend's built-in entry decides (a bundled model: moves)
     said = speech or backend_entry(ai, model=model).speech or "free"
-
-    async def play() -> Any:
-        try:
-            return await play_model_match(config, backend, model_seats=seats,
-                                          loop_config=LoopConfig(protocol=protocol,
-                                                                 speech=said),
-                                          on_phase=progress)
-        finally:
-            await backend.close()  # stop the backend's threads before the process exits
-
-    return asyncio.run(play())
+    return run_entry(config, backend_entry(ai, model=model, protocol=protocol), model_seats,
+                     backend=backend, loop_config=LoopConfig(protocol=protocol, speech=said))
 
 
 @app.command()

@@ -13,8 +13,9 @@ import re
 
 import pytest
 
-from tossim.agents.model_match import play_model_match
+from tossim.agents.entry_match import play_entry_match
 from tossim.engine.state import GameConfig, Phase
+from tossim.inference.catalogue import backend_entry
 from tossim.inference.registry import make_backend, unavailable_reason
 
 if os.environ.get("CI") != "true" and unavailable_reason("local") is not None:
@@ -23,8 +24,8 @@ if os.environ.get("CI") != "true" and unavailable_reason("local") is not None:
 
 def test_bundled_model_plays_a_full_day_with_legal_actions() -> None:
     backend = make_backend("local")  # the bundled GGUF on llama.cpp
-    match = asyncio.run(play_model_match(
-        GameConfig(players=7, seed=11), backend,
+    match = asyncio.run(play_entry_match(
+        GameConfig(players=7, seed=11), backend_entry("local"), backend=backend,
         until=lambda g: g.day == 2 and g.phase is Phase.NIGHT))
     r, total = match.result, match.total()
     assert r.game.day >= 2 and (r.game.phase is Phase.NIGHT or r.game.ended)

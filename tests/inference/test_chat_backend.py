@@ -113,7 +113,7 @@ async def _play(url: str, model: str, *, seats: int = 3, days: int = 2, seed: in
                 **kw: Any) -> Any:
     entry = _entry(url, model, **kw)
     match = await play_entry_match(GameConfig(players=7, seed=seed), entry,
-                                   model_seats=range(1, seats + 1), rounds={}, max_days=days)
+                                   model_seats=range(1, seats + 1), turns={}, max_days=days)
     return match
 
 
@@ -365,7 +365,7 @@ async def test_a_local_entry_seats_the_token_loop(tiny_model_dir: Path) -> None:
 
     local = ModelEntry(name="tiny", backend="local", model=str(tiny_model_dir), protocol="json")
     match = await play_entry_match(GameConfig(players=7, seed=2), local, model_seats=(1,),
-                                   rounds={}, max_days=1)
+                                   turns={}, max_days=1)
     seat = match.seats[1]
     assert isinstance(seat, LLMSeat) and seat.loop.config.protocol == "json"
     assert seat.metrics.turns > 0 and match.result.faults[1] == 0

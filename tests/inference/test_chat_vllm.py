@@ -66,7 +66,7 @@ async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_url: str,
     counted, tokens and cost are recorded per seat."""
     e = entry(vllm_chat_url, constraint=constraint)
     match = await play_entry_match(GameConfig(players=7, seed=3), e, model_seats=(1, 2),
-                                   rounds={}, max_days=1)
+                                   turns={}, max_days=1)
     result = match.result
     assert result.game.ended or result.game.day >= 2
     for slot, seat in match.seats.items():

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tossim.agents.async_match import play_match_async
+from tossim.agents.entry_match import play_entry_match
 from tossim.agents.grammar import choice_parts, turn_choices, turn_regex, walk
-from tossim.agents.model_match import play_model_match
+from tossim.agents.match import HookSink, play
 from tossim.agents.prompting import build_messages
 from tossim.agents.tools import tool_options
 from tossim.engine.events import Event
 from tossim.engine.state import GameConfig
 from tossim.inference.base import GenerationRequest
+from tossim.inference.catalogue import backend_entry
 
 pytest.importorskip("torch")
 pytest.importorskip("outlines_core")
@@ -38,12 +39,12 @@ def backend(tiny_model_dir: Path) -> LocalBackend:
 def test_random_model_plays_whole_days_with_only_legal_actions(
         backend: LocalBackend, protocol: str) -> None:
     from tossim.agents.loop import LoopConfig
-    match = asyncio.run(play_model_match(
-        GameConfig(players=7, seed=5), backend, loop_config=LoopConfig(protocol=protocol),
-        max_days=2))
+    match = asyncio.run(play_entry_match(
+        GameConfig(players=7, seed=5), backend_entry("local"), backend=backend,
+        loop_config=LoopConfig(protocol=protocol), max_days=2))
     r = match.result
     total = match.total()
-    assert total.turns >= 7 * 3  # day 1, night 1, day 2 discussion (two rounds) at least
+    assert total.turns >= 7 * 3  # day 1, night 1, day 2 discussion and voting at least
     assert r.faults == dict.fromkeys(range(1, 8), 0), r.fault_reasons  # engine took all
     assert r.errors == dict.fromkeys(range(1, 8), 0)
     assert total.malformed == 0 and total.forced == 0 and not total.faults
@@ -53,7 +54,7 @@ def test_random_model_plays_whole_days_with_only_legal_actions(
     assert 1 in r.summaries and r.summaries[1]
     m = match.metrics()
     assert set(m["seats"]) == {str(s) for s in range(1, 8)}
-    assert m["total"]["generated_tokens"] == sum(s["generated_tokens"]
+    assert m["total"]["generated_tokens"] == sum(s["agent"]["generated_tokens"]
                                                  for s in m["seats"].values())
 
 
@@ -126,13 +127,14 @@ def test_match_events_are_all_legal_applications(backend: LocalBackend) -> None:
     from tossim.agents.loop import ToolLoop
     loop = ToolLoop(backend)
     seats = {s: LLMSeat(s, loop, key=f"h{s}", seed=s) for s in range(1, 8)}
-    asyncio.run(play_match_async(GameConfig(players=7, seed=9), seats, max_days=1, after=after))
+    asyncio.run(play(GameConfig(players=7, seed=9), seats, [HookSink(after=after)], max_days=1))
     assert rejected == []
     assert sum(s.metrics.turns for s in seats.values()) >= 7
 
 
 def test_random_model_finishes_a_whole_game(backend: LocalBackend) -> None:
-    match = asyncio.run(play_model_match(GameConfig(players=7, seed=3), backend))
+    match = asyncio.run(play_entry_match(
+        GameConfig(players=7, seed=3), backend_entry("local"), backend=backend))
     r = match.result
     assert r.finished and r.result is not None
     assert r.faults == dict.fromkeys(range(1, 8), 0), r.fault_reasons
@@ -192,10 +194,10 @@ def test_tiny_model_calls_several_tools_inside_one_thought(backend: LocalBackend
 
 def test_summary_is_model_written_and_shown_on_day_2(backend: LocalBackend) -> None:
     from tossim.agents.loop import LoopConfig
-    match = asyncio.run(play_model_match(
-        GameConfig(players=7, seed=5), backend,
+    match = asyncio.run(play_entry_match(
+        GameConfig(players=7, seed=5), backend_entry("local"), backend=backend,
         loop_config=LoopConfig(think_budget={}, think_tokens=8, action_tokens=16),
-        rounds={}, max_days=2))
+        turns={}, max_days=2))
     # the random model's summaries are gibberish the text guard refuses: each
     # is replaced by the extractive one (counted), never lost
     stats = match.summary_stats

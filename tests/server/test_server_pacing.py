@@ -25,7 +25,7 @@ class EagerVoter:
     def __init__(self, slot: int) -> None:
         self.slot = slot
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         vote = next((a for a in obs.legal if a.kind == "vote"), None)
         if vote is None:
             return []

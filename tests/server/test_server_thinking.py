@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tossim.agents.async_match import ScriptedSeat
+from tossim.agents.seat import ScriptedSeat, SeatTelemetry
 from tossim.engine import Command, View
 from tossim.server import runner
 
@@ -30,7 +30,7 @@ SECRET_PROMPT = "SYSTEM PROMPT: you are a seat; never show this"
 THINKERS = (1, 2)
 
 
-class FakeModelSeat:
+class FakeModelSeat(SeatTelemetry):
     """Plays like a scripted bot, and reports each turn's steps as a model seat does."""
 
     def __init__(self, slot: int, seed: int, gate: asyncio.Event) -> None:
@@ -47,7 +47,7 @@ class FakeModelSeat:
             self.on_step(self.slot, step)
             self.steps_reported += 1
 
-    async def decide(self, obs: View) -> list[Command]:
+    async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         await self.gate.wait()
         steps: list[dict[str, Any]] = []
         self._step({"kind": "thinking", "text": f"Day {obs.day}: who is lying?"}, steps)

@@ -2,6 +2,6 @@
 
 from tossim.agents.match import MatchResult, play_match, seats_to_ask
 from tossim.agents.scripted import ScriptedBot
-from tossim.agents.seat import Seat
+from tossim.agents.seat import Bot, Seat
 
-__all__ = ["MatchResult", "ScriptedBot", "Seat", "play_match", "seats_to_ask"]
+__all__ = ["Bot", "MatchResult", "ScriptedBot", "Seat", "play_match", "seats_to_ask"]

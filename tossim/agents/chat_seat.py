@@ -38,13 +38,14 @@ from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
 from tossim.agents.guard import reason_kind
 from tossim.agents.lines import guard_action, guard_observation
-from tossim.agents.llm_seat import AgentMetrics, StepHook, play_phase
+from tossim.agents.llm_seat import AgentMetrics, play_phase
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
 from tossim.agents.protocols import json as json_protocol
+from tossim.agents.seat import ModelSeat, StepHook
 from tossim.agents.tools import run_tool, tool_options
 from tossim.agents.turn_records import abstention
 from tossim.engine.commands import Command
@@ -149,7 +150,7 @@ def extract_json(text: str) -> str:
     return t[start:end + 1] if 0 <= start < end else t
 
 
-class ChatSeat:
+class ChatSeat(ModelSeat):
     """One seat played through a chat API (see the module docstring)."""
 
     def __init__(self, slot: int, backend: ChatBackend, config: ChatConfig | None = None, *,

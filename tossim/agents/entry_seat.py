@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from tossim.inference.catalogue import ModelEntry
 
 if TYPE_CHECKING:
-    from tossim.agents.async_match import ScriptedSeat
     from tossim.agents.chat_seat import ChatSeat
     from tossim.agents.llm_seat import LLMSeat
+    from tossim.agents.loop import LoopConfig
+    from tossim.agents.seat import ScriptedSeat
+    from tossim.inference.base import Backend
 
 _keyed: dict[str, Any] = {}  # openai-completions backends of entries with a key
 
@@ -23,20 +25,23 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
                         summaries: Mapping[int, str] | None = None,
                         persona: str | None = None, protocol: str | None = None,
                         openai_url: str | None = None, model_dir: str | None = None,
-                        deadline: float | None = None, speech: str | None = None
+                        deadline: float | None = None, speech: str | None = None,
+                        backend: Backend | None = None, loop_config: LoopConfig | None = None
                         ) -> ScriptedSeat | LLMSeat | ChatSeat:
     """The seat that plays `entry` at `slot` (the one place seats are built
     from entries: the server's make_ai_seat, `tossim play` and the arena).
     Model backends are shared by the process (one model load, one client and
     one rate limit per entry). `deadline`: seconds a chat seat may take per
     turn (it abstains before; default the entry's `turn_seconds`). `speech`
-    overrides the entry's (a lobby seat's or `tossim play --speech`)."""
+    overrides the entry's (a lobby seat's or `tossim play --speech`).
+    `backend` (with `loop_config`): a model seat plays on this backend, not
+    the process's shared one (`tossim play --ai`, benchmarks, tests' fakes)."""
     if speech is not None and speech not in ("free", "moves"):
         raise ValueError(f"speech is free or moves, not {speech!r}")
     if entry.backend == "chat" and speech == "moves":
         raise ValueError(f"entry {entry.name!r} is a chat entry: it writes free text")
     if entry.backend == "scripted":
-        from tossim.agents.async_match import ScriptedSeat
+        from tossim.agents.seat import ScriptedSeat
         return ScriptedSeat(slot, seed)
     spec: dict[str, Any] = {"persona": persona,
                             "protocol": protocol or entry.protocol,
@@ -44,11 +49,14 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
     if entry.backend == "chat":
         from tossim.agents.chat_seat import chat_seat_from_spec
         from tossim.inference.chat_backend import shared_chat_backend
-        backend = shared_chat_backend(entry)
+        chat = shared_chat_backend(entry)
         turn = min(entry.turn_seconds, deadline) if deadline else entry.turn_seconds
-        return chat_seat_from_spec(spec, slot, seed, backend, game_id=game_id,
+        return chat_seat_from_spec(spec, slot, seed, chat, game_id=game_id,
                                    summaries=summaries, turn_seconds=turn)
     from tossim.agents.llm_seat import seat_from_spec
+    if backend is not None:
+        return seat_from_spec(spec, slot, seed, backend, game_id=game_id, summaries=summaries,
+                              loop_config=loop_config)
     from tossim.inference.registry import for_entry, make_backend, shared_backend
     url = entry.base_url or openai_url
     if entry.backend == "openai" and entry.api_key_env:

@@ -1,7 +1,7 @@
 """An AI seat played by a model through the tool loop.
 
-The same object serves the server (it implements the runner's async `AISeat`)
-and the headless async match driver. It keeps the seat's memory (built from
+The same object serves the server and the headless match driver (it is a
+`seat.ModelSeat`). It keeps the seat's memory (built from
 its own Views only), the shared day summaries (a mapping the game owner fills
 in), and per-seat metrics that are stored with the game.
 """
@@ -24,6 +24,7 @@ from tossim.agents.actions import (
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.personas import PERSONAS, Persona, persona_for
+from tossim.agents.seat import ModelSeat, StepHook
 from tossim.engine.commands import Command, WriteDeathNote, WriteWill
 from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
@@ -190,7 +191,6 @@ class AgentMetrics:
         }
 
 
-StepHook = Callable[[int, dict[str, Any]], None]
 SIDE_COMMANDS = frozenset({"chat", "whisper", "will", "death_note"})  # actions.SIDE_TAGS
 
 
@@ -266,7 +266,7 @@ async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Comma
     return cmds + ([second] if second is not None else [])
 
 
-class LLMSeat:
+class LLMSeat(ModelSeat):
     """One model-played seat (see the module docstring).
 
     `turn_log` gets one dict per finished turn: {"day", "phase", "phase_seq",
@@ -350,16 +350,19 @@ class LLMSeat:
 
 
 def seat_from_spec(spec: Mapping[str, Any], slot: int, seed: int, backend: Backend, *,
-                   game_id: str = "", summaries: Mapping[int, str] | None = None) -> LLMSeat:
+                   game_id: str = "", summaries: Mapping[int, str] | None = None,
+                   loop_config: LoopConfig | None = None) -> LLMSeat:
     """A lobby's model seat on `backend`: its persona (named, else drawn from
     the game's seed), its protocol, a cache key that keeps the seat's context
     apart from other games', and a per-seat sampling seed. The server and an
     inference worker build seats here, so a seat plays the same either way.
-    `speech`: free text or structured moves (docs/agents.md#speech-moves)."""
+    `speech`: free text or structured moves (docs/agents.md#speech-moves);
+    `loop_config` replaces the loop's whole configuration (benchmarks, tests)."""
     name = spec.get("persona")
     persona = PERSONAS[name] if name in PERSONAS else persona_for(slot, seed)
     protocol = str(spec.get("protocol") or "xml")
     speech = str(spec.get("speech") or "free")
-    return LLMSeat(slot, ToolLoop(backend, LoopConfig(protocol=protocol, speech=speech)),
+    config = loop_config or LoopConfig(protocol=protocol, speech=speech)
+    return LLMSeat(slot, ToolLoop(backend, config),
                    persona=persona,
                    summaries=summaries, key=f"{game_id}:{slot}", seed=derive_seed(seed, slot))

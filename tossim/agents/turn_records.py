@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tossim.agents.seat import SeatTelemetry
+
 TIMEOUT_KINDS = frozenset({"timeout", "deadline"})
 
 TURN_KEYS = ("day", "phase", "phase_seq", "version", "prompt", "output", "steps", "action",
@@ -48,6 +50,7 @@ def seat_records(seats: Mapping[int, Any]) -> list[dict[str, Any]]:
     phase and the record), for `tossim play --metrics`."""
     out: list[dict[str, Any]] = []
     for slot, seat in sorted(seats.items()):
-        for seq, record in enumerate(getattr(seat, "turn_log", ()), start=1):
+        log = seat.turn_log if isinstance(seat, SeatTelemetry) else []
+        for seq, record in enumerate(log, start=1):
             out.append({**record, "slot": slot, "seq": seq})
     return out

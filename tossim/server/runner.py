@@ -28,17 +28,22 @@ import socket
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from collections.abc import Callable
+from typing import Any
 
 from tossim.agents.actions import PHASE_KINDS
-from tossim.agents.async_match import TimedSeat
-from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.driver import (
+    Clock,
+    Match,
+    MatchSink,
+    SeatTally,
+    seat_command_problem,
+    seats_to_ask,
+)
 from tossim.agents.entry_seat import make_seat_for_entry
-from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import phase_turn_seconds
-from tossim.agents.match import seat_command_problem, seats_to_ask
 from tossim.agents.resume import acted_in, restore_seat
+from tossim.agents.seat import ModelSeat, Seat, SeatTelemetry
 from tossim.agents.turn_records import TURN_KEYS
 from tossim.engine import (
     Command,
@@ -48,7 +53,6 @@ from tossim.engine import (
     IllegalCommand,
     MalformedCommand,
     PhaseTimeout,
-    View,
     Viewer,
     Vote,
     apply,
@@ -81,8 +85,6 @@ log = logging.getLogger(__name__)
 
 SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
-# played by a model: here, on a worker, or through a chat API
-MODEL_SEATS = (LLMSeat, RemoteSeat, ChatSeat)
 
 
 # Standard games: when AI seats are asked, as fractions of the phase's length:
@@ -104,14 +106,6 @@ STANDIN_KEEPS_OFF = ("will", "death_note")
 TURN_GRACE_S = 1.0
 
 
-class AISeat(Protocol):
-    """How the server asks an AI seat for its move (one async interface for
-    every backend; the server applies a deadline around it)."""
-
-    async def decide(self, obs: View) -> list[Command]: ...
-
-
-
 def entry_for_spec(spec: dict[str, Any], settings: Settings) -> ModelEntry:
     """The catalogue entry a seat spec plays: `model` names an entry of the
     server's catalogue; a spec with only `backend` plays that backend's
@@ -127,7 +121,7 @@ def entry_for_spec(spec: dict[str, Any], settings: Settings) -> ModelEntry:
 def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
                  summaries: dict[int, str] | None = None,
                  settings: Settings | None = None,
-                 workers: WorkerHub | None = None) -> AISeat:
+                 workers: WorkerHub | None = None) -> Seat:
     """The seat for a lobby's seat spec (through `entry_seat.make_seat_for_entry`):
     a scripted bot; a chat seat (the entry's endpoint, from this process); a
     model seat on a backend shared by the whole process (the model is loaded
@@ -156,22 +150,6 @@ def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "
                                speech=spec.get("speech"))
 
 
-@dataclass
-class SeatMetrics:
-    decisions: int = 0
-    commands: int = 0
-    faults: int = 0
-    timeouts: int = 0
-    errors: int = 0
-    seconds: float = 0.0
-    fault_kinds: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"decisions": self.decisions, "commands": self.commands, "faults": self.faults,
-                "timeouts": self.timeouts, "errors": self.errors,
-                "seconds": round(self.seconds, 4), "fault_kinds": dict(self.fault_kinds)}
-
-
 # Phase lengths of the timed speeds, as a share of the standard lengths.
 SPEED_SCALE: dict[str, float] = {"standard": 1.0, "quick": 0.5}
 
@@ -187,7 +165,7 @@ class GameActor:
         self.workers = workers
         self.speed = lobby.get("speed", "standard")
         seats = {int(s["slot"]): s for s in lobby.get("seats", [])}
-        self.ai: dict[int, AISeat] = {}
+        self.ai: dict[int, Seat] = {}
         # day -> summary of its public discussion (shown to model seats and spectators)
         self.summaries: dict[int, str] = {}
         self.day_summaries = DaySummaries(game_id, store, bus, self.summaries)
@@ -197,11 +175,10 @@ class GameActor:
                 self.ai[slot] = make_ai_seat(spec, slot, config.seed, game_id=game_id,
                                              summaries=self.summaries, settings=settings,
                                              workers=workers)
-        self.models = {slot for slot, seat in self.ai.items()
-                       if isinstance(seat, MODEL_SEATS)}
+        self.models = {slot for slot, seat in self.ai.items() if isinstance(seat, ModelSeat)}
         self.game: Game = new_game(config)
         self.seen = dict.fromkeys(self.ai, 0)
-        self.metrics = {slot: SeatMetrics() for slot in self.ai}
+        self.metrics = {slot: SeatTally() for slot in self.ai}
         self.stored = list(stored or [])
         self.pending: deque[tuple[int, str, dict[str, Any]]] = deque()
         self.buffer_commands: list[tuple[int, str, dict[str, Any]]] = []
@@ -231,7 +208,7 @@ class GameActor:
         # (tossim.server.standins); a resumed game trusts its first phase
         self.standins = StandIns(self.humans, trusted=bool(stored))
         self._had_action: frozenset[int] = frozenset()
-        self.standin_seats: dict[int, AISeat] = {}
+        self.standin_seats: dict[int, Seat] = {}
 
     @property
     def deterministic(self) -> bool:
@@ -329,7 +306,7 @@ class GameActor:
                 {"kind": "ai", "backend": "scripted"}, slot, self.config.seed,
                 game_id=self.game_id, summaries=self.summaries, settings=self.settings)
             self.seen[slot] = 0
-            self.metrics.setdefault(slot, SeatMetrics())
+            self.metrics.setdefault(slot, SeatTally())
         if new:
             await self._publish_standins()
 
@@ -426,8 +403,8 @@ class GameActor:
         hooked = False
         loop = asyncio.get_running_loop()
         for slot, seat in self.ai.items():
-            if hasattr(seat, "on_step"):
-                cast(Any, seat).on_step = self._step_reporter(slot, loop)
+            if isinstance(seat, SeatTelemetry):
+                seat.on_step = self._step_reporter(slot, loop)
                 hooked = True
         if hooked:
             self._think_task = asyncio.create_task(self._publish_thinking(),
@@ -452,7 +429,7 @@ class GameActor:
         return out
 
     def _step_reporter(self, slot: int, loop: asyncio.AbstractEventLoop
-                       ) -> Any:
+                       ) -> Callable[[int, dict[str, Any]], None]:
         """The seat's `on_step(_, step)`: called during a turn (maybe from a
         backend thread), it queues the step for the publisher."""
         def report(_index: int, step: dict[str, Any]) -> None:
@@ -477,9 +454,10 @@ class GameActor:
     async def _store_turns(self, slot: int) -> None:
         """Store the seat's turns finished since the last call (`turn_log`),
         for replays and the turns route; a seat without one stores nothing."""
-        log_ = getattr(self.ai.get(slot), "turn_log", None)
-        if not isinstance(log_, list):
+        seat = self.ai.get(slot)
+        if not isinstance(seat, SeatTelemetry):
             return
+        log_ = seat.turn_log
         new = log_[self.turns_stored[slot]:]
         self.turns_stored[slot] = len(log_)
         for turn in new:
@@ -520,7 +498,7 @@ class GameActor:
         if slot in self.models:  # it acts before its turn deadline, or is abandoned
             turn_deadline = turn_deadline or self._turn_deadline()
             deadline = min(deadline, turn_deadline - time.monotonic() + TURN_GRACE_S)
-            asking = cast(TimedSeat, seat).decide(obs, turn_deadline)
+            asking = seat.decide(obs, turn_deadline)
         else:
             asking = seat.decide(obs)
         try:
@@ -562,37 +540,22 @@ class GameActor:
                     names = {p.slot: p.name for p in self.game.players}
                     self.standins.did(slot, describe(cmd.to_dict(), names))
             except IllegalCommand as exc:
-                m.faults += 1
-                m.fault_kinds[exc.fault] = m.fault_kinds.get(exc.fault, 0) + 1
+                m.fault(exc.fault, exc.reason)
 
     async def _run_fast(self) -> None:
-        pace = self.settings.pace if self.speed == "paced" else 0.0
-        game = self.game
-        while not game.ended:
-            seq = game.phase_seq
-            asked = [slot for slot in seats_to_ask(game)
-                     if slot in self.ai and seq not in self.acted.get(slot, ())]
-            early: dict[int, asyncio.Task[list[Command]]] = {}
-            if self.models.intersection(asked):
-                # model seats think at the same time (one batch for the backend);
-                # their answers are applied in seat order like everyone else's
-                turn_deadline = self._turn_deadline()  # one budget for the phase's turns
-                early = {slot: asyncio.create_task(self._decide(slot, turn_deadline))
-                         for slot in asked if slot in self.models}
-            for slot in asked:
-                cmds = await (early.pop(slot) if slot in early else self._decide(slot))
-                self._apply_seat_commands(slot, cmds)
-                await self._flush()
-                if pace and not self.replaying:
-                    await asyncio.sleep(pace)
-                if game.phase_seq != seq or game.ended:
-                    break
-            for task in early.values():
-                task.cancel()
-            if game.phase_seq == seq and not game.ended:
-                self._apply(PhaseTimeout(seq), "timer")
-                await self._flush()
-            await asyncio.sleep(0)  # let the rest of the server run
+        """Fast and paced games: the one match driver plays the game
+        (docs/agents.md#the-match-driver), applying through `_apply` (the
+        log check of a resumed game) and storing and publishing each
+        seat's answer as it is applied (`_ActorSink`)."""
+        settings = self.settings
+        match = Match(
+            self.game, self.ai, [_ActorSink(self)],
+            clock=Clock(turn_s=lambda _phase: settings.model_turn_s,
+                        model_s=settings.model_deadline, bot_s=settings.ai_deadline,
+                        grace_s=TURN_GRACE_S),
+            apply=self._apply, skip=lambda slot, seq: seq in self.acted.get(slot, ()),
+            tallies=self.metrics, seen=self.seen)
+        await match.play()
 
     # ---- real time ----------------------------------------------------------------------
     def _duration(self) -> float:
@@ -744,7 +707,7 @@ class GameActor:
                 continue  # a stand-in's decisions are not a seat's play to rate
             data = m.to_dict()
             seat = self.ai.get(slot)
-            if isinstance(seat, MODEL_SEATS):
+            if isinstance(seat, ModelSeat):
                 data["agent"] = seat.metrics_dict()
             data["quality"] = quality.get(slot, {})
             await self.store.save_metrics(self.game_id, slot, data)
@@ -781,6 +744,26 @@ class GameActor:
             seconds=self._summary_seconds())
         if not game.ended:  # an ended game's are stored once its summary is settled
             await self._save_metrics()
+
+
+class _ActorSink(MatchSink):
+    """The actor's side of the match driver in fast and paced games: each
+    seat's answer is stored (its turns too) and published as it is applied;
+    a paced game pauses after each one so people can watch."""
+
+    def __init__(self, actor: GameActor) -> None:
+        self.actor = actor
+        self.pace = actor.settings.pace if actor.speed == "paced" else 0.0
+
+    async def answered(self, game: Game, slot: int) -> None:
+        await self.actor._store_turns(slot)
+        await self.actor._flush()
+        if self.pace and not self.actor.replaying:
+            await asyncio.sleep(self.pace)
+
+    async def phase_over(self, game: Game, phase: Phase, day: int) -> None:
+        await self.actor._flush()
+        await asyncio.sleep(0)  # let the rest of the server run
 
 
 def process_name() -> str:

@@ -91,6 +91,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.resume import history
+from tossim.agents.seat import ModelSeat
 from tossim.agents.turn_records import TURN_KEYS
 from tossim.engine import Command, MalformedCommand, View, command_from_dict
 from tossim.inference.registry import MODEL_BACKENDS
@@ -597,8 +598,8 @@ class WorkerHub:
         return text
 
 
-class RemoteSeat:
-    """A model seat played by a worker (the runner's `AISeat`). It keeps every
+class RemoteSeat(ModelSeat):
+    """A model seat played by a worker. It keeps every
     event its seat has been shown, so a worker that takes the game over can
     rebuild the seat's memory, and sums the worker's per-turn metrics."""
 

@@ -25,12 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tossim.agents.entry_match import EntryMatch, play_entry_match
 from tossim.agents.loop import LoopConfig, phase_turn_seconds
-from tossim.agents.model_match import DEFAULT_ROUNDS, ModelMatch, play_model_match
+from tossim.agents.seat import SeatTelemetry
+from tossim.agents.turns import turns_in
 from tossim.analysis.quality import format_quality, game_quality
 from tossim.engine.modes import DURATIONS
 from tossim.engine.state import GameConfig
 from tossim.inference.base import Backend, BackendStats
+from tossim.inference.catalogue import backend_entry
 from tossim.inference.registry import make_backend
 
 
@@ -45,7 +48,7 @@ class PhaseClock:
         return DURATIONS["current"].get(phase, 30) * self.time_scale
 
     def turn_seconds(self, phase: str) -> float:
-        share = self.phase_seconds(phase) / max(1, DEFAULT_ROUNDS.get(phase, 1))
+        share = self.phase_seconds(phase) / turns_in(phase)
         return phase_turn_seconds(share)
 
 
@@ -66,12 +69,12 @@ class Timing:
         return self.in_time / max(self.turns, 1)
 
 
-def timing(match: ModelMatch, clock: PhaseClock) -> Timing:
+def timing(match: EntryMatch, clock: PhaseClock) -> Timing:
     """Each model turn (`turn_log`) measured against its phase's time."""
     out = Timing()
     used: dict[tuple[int, str], dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for slot, seat in match.seats.items():
-        for turn in seat.turn_log:
+        for turn in seat.turn_log if isinstance(seat, SeatTelemetry) else ():
             t = turn.get("time") or {}
             secs = float(t.get("seconds") or 0.0)
             phase = str(turn["phase"])
@@ -87,7 +90,7 @@ def timing(match: ModelMatch, clock: PhaseClock) -> Timing:
     return out
 
 
-def timing_lines(match: ModelMatch, clock: PhaseClock) -> list[str]:
+def timing_lines(match: EntryMatch, clock: PhaseClock) -> list[str]:
     t = timing(match, clock)
     mode = "deadlines on" if clock.deadlines else "deadlines off (measured only)"
     shares = ", ".join(f"{phase} {sum(v) / len(v):.0%}" for phase, v in t.shares.items())
@@ -103,7 +106,7 @@ def timing_lines(match: ModelMatch, clock: PhaseClock) -> list[str]:
 @dataclass
 class BenchRun:
     label: str
-    match: ModelMatch
+    match: EntryMatch
     stats: BackendStats
 
     @property
@@ -118,14 +121,17 @@ class BenchRun:
 
 def play_once(backend: Backend, config: GameConfig, loop_config: LoopConfig, days: int,
               max_batch: int, clock: PhaseClock | None = None
-              ) -> tuple[ModelMatch, BackendStats]:
+              ) -> tuple[EntryMatch, BackendStats]:
     backend.max_batch = max_batch
     timed = clock.turn_seconds if clock is not None and clock.deadlines else None
 
-    async def go() -> ModelMatch:
+    async def go() -> EntryMatch:
         try:
-            return await play_model_match(config, backend, loop_config=loop_config,
-                                          max_days=days, turn_seconds=timed)
+            # the built-in local entry stands for the backend made here; the
+            # bench's loop config is the seats' whole configuration
+            return await play_entry_match(config, backend_entry("local"), backend=backend,
+                                          loop_config=loop_config, max_days=days,
+                                          turn_seconds=timed)
         finally:
             await backend.close()
 

@@ -1,5 +1,8 @@
-"""`tossim play --model-entry NAME`: a match whose model seats play one entry
-of the model catalogue (the CLI keeps only the flags)."""
+"""`tossim play` with model seats: `--model-entry NAME` (an entry of the model
+catalogue) and `--ai BACKEND` (that backend's built-in entry) both play
+`entry_match.play_entry_match`; the CLI keeps only the flags. The
+`--metrics` file has one layout for both (docs/agents.md#the-match-driver).
+"""
 
 from __future__ import annotations
 
@@ -7,23 +10,24 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from tossim.engine.state import GameConfig
-from tossim.inference.catalogue import CatalogueError, load_catalogue
+from tossim.inference.catalogue import CatalogueError, ModelEntry, load_catalogue
+
+if TYPE_CHECKING:
+    from tossim.agents.entry_match import EntryMatch
+    from tossim.agents.loop import LoopConfig
+    from tossim.inference.base import Backend
 
 
 def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: int | None,
-               metrics: Path | None, url: str | None, model_dir: str | None,
-               speech: str | None = None) -> Any:
-    """Play the match and return its AsyncMatchResult; progress on stderr.
-    `speech` overrides the entry's (free text or structured moves)."""
-    from tossim.agents.entry_match import play_entry_match
-    from tossim.agents.turn_records import seat_records
-    from tossim.inference.base import BackendUnavailable
-
+               url: str | None, model_dir: str | None,
+               speech: str | None = None) -> EntryMatch:
+    """`--model-entry NAME`: play the match and return it; progress on
+    stderr. `speech` overrides the entry's (free text or structured moves)."""
     try:
         entry = load_catalogue(models).get(name)
     except CatalogueError as exc:
@@ -37,22 +41,52 @@ def play_entry(config: GameConfig, name: str, models: Path | None, model_seats: 
     if why is not None:
         raise typer.BadParameter(f"entry {name!r} cannot run here: {why}",
                                  param_hint="--model-entry")
+    return run_entry(config, entry, model_seats, url=url, model_dir=model_dir, speech=speech,
+                     hint="--model-entry")
+
+
+def run_entry(config: GameConfig, entry: ModelEntry, model_seats: int | None, *,
+              url: str | None = None, model_dir: str | None = None, speech: str | None = None,
+              backend: Backend | None = None, loop_config: LoopConfig | None = None,
+              hint: str = "--ai") -> EntryMatch:
+    """Play `entry` in seats 1..model_seats (default all; the rest scripted),
+    printing one progress line per phase (with the backend's figures when
+    the caller made it), and close a backend the caller made."""
+    from tossim.agents.entry_match import play_entry_match
+    from tossim.inference.base import BackendUnavailable
+
     started = time.perf_counter()
 
     def progress(day: int, phase: str) -> None:
-        typer.echo(f"[{time.perf_counter() - started:7.1f} s] day {day} {phase}", err=True)
+        figures = ""
+        if backend is not None:
+            st = backend.stats
+            figures = f": {st.requests} requests, {st.generated_tokens} tokens generated"
+        typer.echo(f"[{time.perf_counter() - started:7.1f} s] day {day} {phase}{figures}",
+                   err=True)
 
-    seats = range(1, (model_seats or config.players) + 1)
+    async def go() -> EntryMatch:
+        try:
+            return await play_entry_match(
+                config, entry, model_seats=range(1, (model_seats or config.players) + 1),
+                backend=backend, loop_config=loop_config, openai_url=url,
+                model_dir=model_dir, speech=speech, on_phase=progress)
+        finally:
+            if backend is not None:  # stop its threads before the process exits
+                await backend.close()
+
     try:
-        match = asyncio.run(play_entry_match(config, entry, model_seats=seats, openai_url=url,
-                                             model_dir=model_dir, on_phase=progress,
-                                             speech=speech))
+        return asyncio.run(go())
     except BackendUnavailable as exc:
-        raise typer.BadParameter(str(exc), param_hint="--model-entry") from None
+        raise typer.BadParameter(str(exc), param_hint=hint) from None
+
+
+def write_metrics(path: Path, match: EntryMatch) -> None:
+    """The `--metrics` file of a match with model seats."""
+    from tossim.agents.turn_records import seat_records
+
     result = match.result
-    if metrics is not None:
-        metrics.write_text(json.dumps({
-            "result": result.result, "days": result.days, "seconds": round(match.seconds, 1),
-            "summaries": result.summaries, "turns": seat_records(match.seats),
-            **match.metrics()}, indent=1, sort_keys=True) + "\n")
-    return result
+    data: dict[str, Any] = {
+        "result": result.result, "days": result.days, "seconds": round(match.seconds, 1),
+        "summaries": result.summaries, "turns": seat_records(match.seats), **match.metrics()}
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

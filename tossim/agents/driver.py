@@ -1,0 +1,350 @@
+"""The one match driver: seats play a game, phase by phase, in every place a
+game is played by seats (the headless `play_match` and `tossim play`, model
+and catalogue-entry matches, the server's fast and paced games, hence the
+arena). What differs between those places is outside the driver: where the
+applied commands go (sinks: hooks, day summaries, the server's store and
+bus) and how long a seat may take (`Clock`). See docs/agents.md#the-match-driver.
+
+Per phase the driver gives the seats `turns_in(phase)` turns
+(`tossim.agents.turns`). In each turn it asks the seats that can do
+something now (`seats_to_ask`), in slot order: a model seat (`ModelSeat`)
+is asked at the start of the turn, all of them together so a backend can
+decode them in one batch; any other seat is asked when its slot comes, so it
+sees what the seats before it did. Each seat gets `view(game,
+Viewer.player(slot), since=<its last version>)`. Answers are applied in slot
+order. A command the engine rejects counts as a fault of that seat and is
+skipped, and so does a command a seat may not send at all (one acting for
+another player, a PhaseTimeout, something that is not a well-formed
+command). When the phase changes in the middle of a turn (a vote put someone
+on trial), the turn stops and the new phase gets its own turns; otherwise
+the phase ends with a `PhaseTimeout`. A seat that raises or runs out of time
+abstains (counted in its `SeatTally`).
+
+Who is asked (to keep games fast, a seat is only asked when it has something
+it could do in this phase):
+  Day 1, Discussion, Voting: every living player (and a dead Medium who may
+      still hold a seance, during Discussion).
+  Defense, Last Words: the accused.
+  Judgement: every living player but the accused.
+  Night: living players with a night ability or a night chat (Mafia, jail,
+      a living Medium, a seance), the Jester who haunts, a dead Medium in a
+      seance, and the dead on their first night (so dead chat stays rare).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tossim.agents.scripted import ScriptedBot
+from tossim.agents.seat import ModelSeat, Seat, SyncSeat
+from tossim.agents.turns import turns_in
+from tossim.engine.commands import Command, MalformedCommand, PhaseTimeout, command_from_dict
+from tossim.engine.events import Event
+from tossim.engine.legal import IllegalCommand, chat_channels, day_ability, night_ability
+from tossim.engine.rules import apply
+from tossim.engine.state import Game, Phase, Player
+from tossim.engine.view import Viewer, view
+
+log = logging.getLogger(__name__)
+
+# apply(command, origin) -> its events; raises IllegalCommand. Origin: "ai:<slot>"
+# for a seat's command, "timer" for the end of a phase (the server's log).
+Applier = Callable[[Command, str], list[Event]]
+
+
+def _dead_asked(game: Game, p: Player) -> bool:
+    """A dead seat is asked at night only for a haunt, a seance, or its first
+    night in the dead chat."""
+    if p.slot == game.haunter:
+        return True
+    if game.seance is not None and p.slot == game.seance[0]:
+        return True
+    d = p.death
+    if d is None:
+        return False
+    return (d.at_night and d.day == game.day - 1) or (not d.at_night and d.day == game.day)
+
+
+def seats_to_ask(game: Game) -> list[int]:
+    """The seats asked in this phase, in slot order."""
+    phase = game.phase
+    players = game.players
+    if phase in (Phase.DEFENSE, Phase.LAST_WORDS):
+        accused = game.accused
+        return [accused] if accused is not None and game.player(accused).alive else []
+    if phase is Phase.JUDGEMENT:
+        return [p.slot for p in players if p.alive and p.slot != game.accused]
+    if phase is Phase.NIGHT:
+        return [p.slot for p in players
+                if (p.alive and (night_ability(game, p) is not None
+                                 or chat_channels(game, p)))
+                or (not p.alive and _dead_asked(game, p))]
+    if phase is Phase.DISCUSSION:
+        return [p.slot for p in players
+                if p.alive or (p.role == "medium" and day_ability(game, p) is not None)]
+    if phase is Phase.ENDED:
+        return []
+    return [p.slot for p in players if p.alive]
+
+
+def seat_command_problem(slot: int, cmd: object, checked: bool) -> str | None:
+    """Why a seat may not send `cmd` at all (None: it may): a seat only acts for
+    itself and never ends a phase. Commands from seats other than the built-in
+    bots are also checked for their shape."""
+    if not isinstance(cmd, Command) or isinstance(cmd, PhaseTimeout):
+        return f"not a command a seat can send: {cmd!r}"
+    if getattr(cmd, "actor", None) != slot:
+        return f"a seat can only act for itself (player {slot})"
+    if checked:
+        try:
+            command_from_dict(cmd.to_dict())
+        except (MalformedCommand, TypeError, ValueError) as exc:
+            return str(exc)
+    return None
+
+
+@dataclass
+class SeatTally:
+    """What the driver counted of one seat: the same figures wherever the
+    game ran (the server stores them per seat; `tossim play --metrics`
+    writes them per seat; docs/agents.md#the-match-driver)."""
+
+    decisions: int = 0  # times asked
+    commands: int = 0  # commands applied
+    faults: int = 0  # commands refused (the engine's, or not a seat's to send)
+    timeouts: int = 0  # asks abandoned past their time limit (the seat abstained)
+    errors: int = 0  # asks that raised (the seat abstained)
+    seconds: float = 0.0  # time spent answering
+    fault_kinds: dict[str, int] = field(default_factory=dict)
+    fault_reasons: list[str] = field(default_factory=list)
+
+    def fault(self, kind: str, reason: str) -> None:
+        self.faults += 1
+        self.fault_kinds[kind] = self.fault_kinds.get(kind, 0) + 1
+        self.fault_reasons.append(reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decisions": self.decisions, "commands": self.commands, "faults": self.faults,
+                "timeouts": self.timeouts, "errors": self.errors,
+                "seconds": round(self.seconds, 4), "fault_kinds": dict(self.fault_kinds)}
+
+
+@dataclass
+class MatchResult:
+    game: Game
+    faults: dict[int, int]  # rejected commands per seat
+    days: int
+    winners: tuple[int, ...]
+    result: str | None  # "town", "mafia", "serial_killer", "draw"; None if unfinished
+    views: int = 0  # observations handed out
+    fault_reasons: dict[int, list[str]] = field(default_factory=dict)
+    tallies: dict[int, SeatTally] = field(default_factory=dict)
+    summaries: dict[int, str] = field(default_factory=dict)  # day -> its summary
+
+    @property
+    def finished(self) -> bool:
+        return self.game.ended
+
+    @property
+    def errors(self) -> dict[int, int]:
+        """Asks per seat that raised (the seat abstained)."""
+        return {slot: t.errors for slot, t in self.tallies.items()}
+
+
+class MatchSink:
+    """Where a match's progress goes besides the engine (each hook does
+    nothing unless overridden): hooks around each command, a seat's answer
+    applied (the server stores and publishes here), a phase begun or over
+    (progress lines, day summaries)."""
+
+    def before(self, game: Game, cmd: Command) -> None:
+        """Runs before each command is applied."""
+
+    def after(self, game: Game, cmd: Command, events: list[Event] | None) -> None:
+        """Runs after each command; `events` is None if it was refused."""
+
+    async def phase_started(self, game: Game) -> None:
+        """A phase begins (before its first turn)."""
+
+    async def answered(self, game: Game, slot: int) -> None:
+        """The seat's answer was applied (or it abstained)."""
+
+    async def phase_over(self, game: Game, phase: Phase, day: int) -> None:
+        """`phase` of `day` is over (the game is in its next phase, or ended)."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How long seats may take. Headless matches have no limits (the
+    default); the server's fast games give a model seat's turn `turn_s`
+    seconds from when it is asked (its deadline; docs/agents.md#deadlines),
+    abandon it `grace_s` after that, and abandon any seat after `model_s`
+    (model seats) or `bot_s` (the others)."""
+
+    turn_s: Callable[[str], float] | None = None  # phase -> a model seat's turn
+    model_s: float | None = None
+    bot_s: float | None = None
+    grace_s: float = 1.0
+
+
+class Match:
+    """One game played by its seats (module docstring). `game` is a new game
+    or one resumed by its owner; `seats` covers every slot the driver asks
+    (`play` fills the rest with scripted bots). `apply` applies a command
+    (default: the engine's `apply` on `game`); `skip(slot, phase_seq)` says a
+    seat already played this phase (a resumed game's model seat). `tallies`
+    and `seen` may be shared with the caller."""
+
+    def __init__(self, game: Game, seats: Mapping[int, Seat], sinks: Sequence[MatchSink] = (),
+                 *, turns: Mapping[str, int] | None = None, clock: Clock | None = None,
+                 apply: Applier | None = None,
+                 skip: Callable[[int, int], bool] | None = None,
+                 tallies: dict[int, SeatTally] | None = None,
+                 seen: dict[int, int] | None = None) -> None:
+        self.game = game
+        self.seats = seats
+        self.sinks = list(sinks)
+        self.turns = turns
+        self.clock = clock or Clock()
+        self._apply = apply or (lambda cmd, _origin: _engine_apply(game, cmd))
+        self.skip = skip
+        self.tallies = tallies if tallies is not None else {}
+        self.seen = seen if seen is not None else {}
+        self.views = 0
+        for slot in seats:
+            self.tallies.setdefault(slot, SeatTally())
+            self.seen.setdefault(slot, 0)
+
+    async def play(self, max_days: int | None = None,
+                   until: Callable[[Game], bool] | None = None) -> None:
+        """Play phases until the game ends, `max_days` is passed, or
+        `until(game)` (checked before each phase) says stop."""
+        game = self.game
+        while not game.ended and (max_days is None or game.day <= max_days) and not (
+                until and until(game)):
+            await self.play_phase()
+
+    async def play_phase(self) -> None:
+        game = self.game
+        seq, phase, day = game.phase_seq, game.phase, game.day
+        for sink in self.sinks:
+            await sink.phase_started(game)
+        for _ in range(turns_in(phase.value, self.turns)):
+            await self._turn(seq)
+            if game.phase_seq != seq or game.ended:
+                break
+        if game.phase_seq == seq and not game.ended:
+            self._command(PhaseTimeout(seq), "timer")
+        for sink in self.sinks:
+            await sink.phase_over(game, phase, day)
+
+    async def _turn(self, seq: int) -> None:
+        game = self.game
+        asked = [slot for slot in seats_to_ask(game) if slot in self.seats
+                 and not (self.skip is not None and self.skip(slot, seq))]
+        thinking: dict[int, asyncio.Task[list[Command]]] = {}
+        models = [slot for slot in asked if isinstance(self.seats[slot], ModelSeat)]
+        if models:
+            # one deadline for the turn; every model seat's view is taken now
+            deadline = (None if self.clock.turn_s is None
+                        else time.monotonic() + self.clock.turn_s(game.phase.value))
+            thinking = {slot: asyncio.ensure_future(self._ask(slot, deadline))
+                        for slot in models}  # (_ask takes the view before it returns)
+        try:
+            for slot in asked:
+                task = thinking.pop(slot, None)
+                cmds = await task if task is not None else await self._ask(slot, None)
+                self._answer(slot, cmds)
+                for sink in self.sinks:
+                    await sink.answered(game, slot)
+                if game.phase_seq != seq or game.ended:
+                    break
+        finally:
+            for task in thinking.values():  # the phase moved on without them
+                task.cancel()
+
+    def _ask(self, slot: int, deadline: float | None) -> Coroutine[Any, Any, list[Command]]:
+        """Ask the seat now: its view is taken at once, its answer awaited later."""
+        obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
+        self.seen[slot] = obs.version
+        self.views += 1
+        self.tallies[slot].decisions += 1
+        return self._answer_of(slot, self.seats[slot].decide(obs, deadline), deadline)
+
+    async def _answer_of(self, slot: int, asking: Awaitable[list[Command]],
+                         deadline: float | None) -> list[Command]:
+        tally = self.tallies[slot]
+        model = isinstance(self.seats[slot], ModelSeat)
+        limit = self.clock.model_s if model else self.clock.bot_s
+        if deadline is not None:
+            left = deadline - time.monotonic() + self.clock.grace_s
+            limit = left if limit is None else min(limit, left)
+        started = time.perf_counter()
+        try:
+            if limit is None:
+                return list(await asking)
+            return list(await asyncio.wait_for(asking, max(0.0, limit)))
+        except TimeoutError:
+            tally.timeouts += 1
+            log.warning("seat %d did not answer in time; it abstains", slot)
+        except Exception:
+            tally.errors += 1
+            log.exception("seat %d failed; it abstains", slot)
+        finally:
+            tally.seconds += time.perf_counter() - started
+        return []
+
+    def _answer(self, slot: int, cmds: Iterable[Command]) -> None:
+        """Apply one seat's commands in order; a refused one is counted as a
+        fault and skipped; what is left when the phase changes is dropped."""
+        game = self.game
+        tally = self.tallies[slot]
+        checked = not _scripted(self.seats[slot])
+        seq = game.phase_seq
+        for cmd in cmds:
+            if game.phase_seq != seq or game.ended:
+                return  # what is left was meant for the phase that just ended
+            problem = seat_command_problem(slot, cmd, checked=checked)
+            if problem is not None:
+                tally.fault("intention", problem)
+                continue
+            if self._command(cmd, f"ai:{slot}", tally) is not None:
+                tally.commands += 1
+
+    def _command(self, cmd: Command, origin: str,
+                 tally: SeatTally | None = None) -> list[Event] | None:
+        for sink in self.sinks:
+            sink.before(self.game, cmd)
+        try:
+            events: list[Event] | None = self._apply(cmd, origin)
+        except IllegalCommand as exc:
+            if tally is None:
+                raise
+            tally.fault(exc.fault, exc.reason)
+            events = None
+        for sink in self.sinks:
+            sink.after(self.game, cmd, events)
+        return events
+
+    def result(self, summaries: dict[int, str] | None = None) -> MatchResult:
+        game = self.game
+        return MatchResult(
+            game=game, faults={s: t.faults for s, t in self.tallies.items()}, days=game.day,
+            winners=game.winners, result=game.result, views=self.views,
+            fault_reasons={s: list(t.fault_reasons) for s, t in self.tallies.items()
+                           if t.fault_reasons},
+            tallies=self.tallies, summaries=summaries if summaries is not None else {})
+
+
+def _scripted(seat: Seat) -> bool:
+    """A built-in scripted bot (its commands are well-formed by construction)."""
+    return isinstance(seat, SyncSeat) and isinstance(seat.bot, ScriptedBot)
+
+
+def _engine_apply(game: Game, cmd: Command) -> list[Event]:
+    return apply(game, cmd)
