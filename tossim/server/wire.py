@@ -250,9 +250,10 @@ class Events(ServerModel):
     and once in answer to `resume`."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [
-        {"type": "events", "version": 125, "published_at": 1732249990.1, "events": [
+        {"type": "events", "version": 125, "events": [
             {"v": 125, "day": 2, "phase": "voting", "key": "vote", "audience": "public",
              "text": "Alice voted against Bob.", "data": {"voter": 1, "target": 2}}],
+         "published_at": 1732249990.1,
          "state": {"day": 2, "phase": "voting", "phase_seq": 9, "deadline": 1732250000.5,
                    "roster": [{"slot": 1, "name": "Alice", "alive": True}],
                    "you": {"slot": 3, "role": "Sheriff"}, "legal": [], "trial": None,
