@@ -141,3 +141,23 @@ def test_schema_documents_each_seat_command_without_actor() -> None:
     kinds = {s["properties"]["type"]["const"] for s in shapes}
     assert kinds == {"chat", "whisper", "vote", "judge", "night", "day", "will", "death_note"}
     assert all("actor" not in s["properties"] for s in shapes)
+
+
+def test_tossim_docs_rewrites_a_stale_api_doc_and_schema(tmp_path: Path) -> None:
+    """`tossim docs` (the command the stale-file failures name) brings an API
+    doc with outdated tables and a missing schema back to the committed ones."""
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+
+    committed = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    stale = re.sub(r"\| `pong` \|[^\n]*\n", "", committed)
+    assert stale != committed
+    api, schema = tmp_path / "api.md", tmp_path / "wire-schema.json"
+    api.write_text(stale, encoding="utf-8")
+    result = CliRunner().invoke(app, ["docs", "--out", str(tmp_path / "roles.md"),
+                                      "--api", str(api), "--schema", str(schema)])
+    assert result.exit_code == 0, result.output
+    assert api.read_text(encoding="utf-8") == committed
+    assert schema.read_text(encoding="utf-8") == (
+        ROOT / "web" / "wire-schema.json").read_text(encoding="utf-8")
