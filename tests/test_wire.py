@@ -29,6 +29,7 @@ from tossim.server.wire import (
     parse_client,
     wire_schema,
 )
+from tossim.server.worker_wire import TO_WORKER, TO_WORKER_MODELS, WORKER, WORKER_MODELS
 from tossim.tools.wire_docs import REGENERATE, api_markdown, schema_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +44,7 @@ def test_api_doc_message_tables_are_generated_from_the_models() -> None:
     on_disk = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     assert on_disk == api_markdown(on_disk), (
         f"docs/api.md's websocket message tables are stale: {REGENERATE}")
-    for model in (*SERVER_MODELS, *CLIENT_MODELS):
+    for model in (*SERVER_MODELS, *CLIENT_MODELS, *WORKER_MODELS, *TO_WORKER_MODELS):
         assert f"| `{message_type(model)}` |" in on_disk
 
 
@@ -73,15 +74,17 @@ def test_the_client_handler_check_sees_a_missing_case() -> None:
     assert "summary" not in handled_types(source.replace('case "summary":', ""))
 
 
-@pytest.mark.parametrize("model", [*SERVER_MODELS, *CLIENT_MODELS],
-                         ids=lambda m: message_type(m))
+@pytest.mark.parametrize("model", [*SERVER_MODELS, *CLIENT_MODELS, *WORKER_MODELS,
+                                   *TO_WORKER_MODELS], ids=lambda m: m.__name__)
 def test_every_message_has_examples_that_fit_it(model: Any) -> None:
     examples = model.model_config["json_schema_extra"]["examples"]
     assert examples
     for example in examples:
         parsed = model.model_validate(example)
-        if model in SERVER_MODELS:
-            assert SERVER.validate_python(example) == parsed
+        union = (SERVER if model in SERVER_MODELS else WORKER if model in WORKER_MODELS
+                 else TO_WORKER if model in TO_WORKER_MODELS else None)
+        if union is not None:
+            assert union.validate_python(example) == parsed
             # as sent: the same keys in the same order
             assert list(parsed.data()) == list(example), example
         else:
@@ -91,9 +94,9 @@ def test_every_message_has_examples_that_fit_it(model: Any) -> None:
 def test_server_messages_keep_their_json() -> None:
     """The JSON on the wire is what clients have always read: compact, the
     type first, a fault and candidates only on a refused command."""
-    assert Error(version=3, error="malformed JSON").text() == (
+    assert Error(version=3, error="malformed JSON").encode() == (
         '{"type":"error","version":3,"error":"malformed JSON"}')
-    assert Error(version=3, error="No.", fault=None, candidates=[]).text() == (
+    assert Error(version=3, error="No.", fault=None, candidates=[]).encode() == (
         '{"type":"error","version":3,"error":"No.","fault":null,"candidates":[]}')
     push = events_message(4, [{"v": 4, "day": 1, "phase": "day1", "key": "k",
                                "audience": "public", "text": "t", "data": {}}], None, None)

@@ -9,7 +9,7 @@ here too, but serialised with `json.dumps` (`dumps`): the `events` push is
 the hot path, built once per viewer class and change and shared by every
 socket, so it is a plain dict keyed by `Events`' field names
 (`events_message`), never a model instance; the other messages are rare and
-go through their model (`ServerModel.text`).
+go through their model (`ServerModel.encode`).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class ServerModel(BaseModel):
     def data(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True)
 
-    def text(self) -> str:
+    def encode(self) -> str:
         return dumps(self.data())
 
 
@@ -297,11 +297,6 @@ class Error(ServerModel):
     candidates: Annotated[list[Any] | None, Field(description="A refused command only: "
                                                               "the choices that would be "
                                                               "legal.")] = None
-
-
-def error_text(version: int, error: str) -> str:
-    """An `error` message without a fault, as sent."""
-    return Error(version=version, error=error).text()
 
 
 class Pong(ServerModel):

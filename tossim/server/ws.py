@@ -228,7 +228,7 @@ class Connection:
         self.standins_sent: dict[str, Any] | None = None
 
     async def send(self, message: ServerModel) -> None:
-        await self.send_raw(message.text())
+        await self.send_raw(message.encode())
 
     async def send_error(self, version: int, error: str) -> None:
         """Answer with an `error` message (nothing changed)."""

@@ -12,18 +12,22 @@ from typing import Any
 from pydantic import BaseModel
 
 from tossim.server.wire import CLIENT_MODELS, SERVER_MODELS, message_type, wire_schema
+from tossim.server.worker_wire import TO_WORKER, TO_WORKER_MODELS, WORKER, WORKER_MODELS
 
 REGENERATE = "run `tossim docs` from the repository root"
 BLOCKS: dict[str, tuple[type[BaseModel], ...]] = {
     "server": SERVER_MODELS,
     "client": CLIENT_MODELS,
+    "worker": (*WORKER_MODELS, *TO_WORKER_MODELS),
 }
+SOURCE = {"worker": "tossim/server/worker_wire.py"}
 
 
 def _marker(block: str, end: bool = False) -> str:
     if end:
         return f"<!-- /wire:{block} -->"
-    return (f"<!-- wire:{block}: generated from tossim/server/wire.py by `tossim docs`; "
+    source = SOURCE.get(block, "tossim/server/wire.py")
+    return (f"<!-- wire:{block}: generated from {source} by `tossim docs`; "
             "do not edit by hand -->")
 
 
@@ -97,8 +101,19 @@ def _commands(schema: dict[str, Any]) -> list[str]:
             + "; ".join(parts) + "."]
 
 
+def _worker_schema() -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    for adapter in (WORKER, TO_WORKER):
+        defs.update(adapter.json_schema(ref_template="#/$defs/{model}").get("$defs", {}))
+    return {"$defs": defs}
+
+
 def block(name: str) -> str:
     """One generated block of docs/api.md, without its markers."""
+    if name == "worker":
+        schema = _worker_schema()
+        return "\n".join(["Worker → server:", "", *_table(schema, WORKER_MODELS), "",
+                          "Server → worker:", "", *_table(schema, TO_WORKER_MODELS)])
     schema = wire_schema()
     lines = _table(schema, BLOCKS[name])
     if name == "server":
