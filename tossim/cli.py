@@ -538,12 +538,26 @@ def eval_drift(
 @app.command()
 def docs(
     out: Path = typer.Option(Path("docs/roles.md"), help="Where to write the role table."),
+    api: Path = typer.Option(Path("docs/api.md"),
+                             help="The API doc whose websocket message tables to rewrite."),
+    schema: Path = typer.Option(Path("web/wire-schema.json"),
+                                help="Where to write the websocket messages' JSON Schema."),
 ) -> None:
-    """Regenerate docs/roles.md from the role registry."""
+    """Regenerate docs/roles.md from the role registry, and the websocket
+    message tables of docs/api.md and web/wire-schema.json from the wire
+    models (tossim/server/wire.py)."""
     from tossim.tools.docs_gen import roles_markdown
+    from tossim.tools.wire_docs import api_markdown, schema_json
 
     out.write_text(roles_markdown(), encoding="utf-8")
     typer.echo(f"wrote {out}")
+    try:
+        api.write_text(api_markdown(api.read_text(encoding="utf-8")), encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--api") from None
+    typer.echo(f"wrote {api}")
+    schema.write_text(schema_json(), encoding="utf-8")
+    typer.echo(f"wrote {schema}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -94,7 +94,8 @@ const SILENCE_LIMIT_MS = 50000;
  *   the game's version too, but they do not deliver events).
  *
  * handlers: onUpdate(freshEvents, stateOrNull, msg), onHello(msg),
- * onError(msg), onStatus(status, detail) with status in
+ * onError(msg), onSummary(msg), onThinking(msg), onNext(lobbyId),
+ * onStandins(msg), onStatus(status, detail) with status in
  * connecting | live | reconnecting | closed | ended.
  */
 export class GameSocket {
@@ -170,6 +171,12 @@ export class GameSocket {
     };
   }
 
+  /**
+   * One server message, by its `type`: every message type the server sends
+   * (`ServerMessage` in /wire-schema.json, docs/api.md "Websocket") has its
+   * case here, and a test fails when one is missing. A type this client does
+   * not know (a newer server) is ignored.
+   */
   handle(msg) {
     switch (msg.type) {
       case "hello":
@@ -198,10 +205,22 @@ export class GameSocket {
       case "error":
         this.h.onError?.(msg);
         break;
-      case "pong":
+      case "pong": // alive: lastHeard is set already
+        break;
+      case "summary": // a day's summary was written or replaced
+        this.h.onSummary?.(msg);
+        break;
+      case "thinking":
+        this.h.onThinking?.(msg);
+        break;
+      case "next":
+        if (typeof msg.lobby === "string") this.h.onNext?.(msg.lobby);
+        break;
+      case "standins":
+        this.h.onStandins?.(msg);
         break;
       default:
-        this.h.onOther?.(msg);
+        break;
     }
   }
 

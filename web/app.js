@@ -791,10 +791,12 @@ function lobbyPage(lobbyId) {
 /**
  * The "Earlier days" panel of a game page: GET /api/games/{id} (its
  * `summaries`, one per finished day) when the page opens, then again only
- * when the game's day or phase changes (night falls, dawn, the end), when the
- * socket reports the game over, or when the server says a summary was written
- * or replaced ({"type": "summary"}: the extractive one at nightfall, a
- * model's when it comes). No timer: every fetch answers a message.
+ * when the server says a summary was written or replaced ({"type":
+ * "summary"}: the extractive one at nightfall, a model's when it comes), when
+ * its socket says hello (notices from before, or from while a reconnect was
+ * away, never reach it), and when the socket reports the game over. A delayed
+ * spectator's stream carries no notices: it fetches when its day or phase
+ * changes instead. No timer: every fetch answers a message.
  * At most one request is in flight; changes meanwhile ask for one more after it.
  *
  * Only days the page has seen end are shown (a delayed spectator stream may
@@ -849,12 +851,12 @@ function followSummaries(gameId, view, opts = {}) {
     refresh() {
       if (!finished) refresh();
     },
-    /** The page moved to (day, phase). */
-    phase(day, phase) {
+    /** The page moved to (day, phase); `fetch`: a stream without summary notices. */
+    phase(day, phase, fetch = false) {
       const first = at === null;
       at = { day: Number(day) || 0, phase };
       show();
-      if (finished) return;
+      if (finished || !fetch) return;
       if (!first) refresh(); // the first one is the page opening: fetched already
     },
     stop() {
@@ -866,15 +868,20 @@ function followSummaries(gameId, view, opts = {}) {
 function connectGame(path, view, extra = {}) {
   const summaries = extra.summaries || null;
   let phaseKey = "";
-  const notePhase = (day, phase) => {
+  const notePhase = (day, phase, delayed) => {
     if (!phase) return;
     const key = `${day}|${phase}`;
     if (key === phaseKey) return;
     phaseKey = key;
-    if (summaries) summaries.phase(day, phase);
+    if (summaries) summaries.phase(day, phase, delayed);
   };
   const socket = new GameSocket(path, {
-    onHello: (msg) => extra.onHello && extra.onHello(msg),
+    onHello: (msg) => {
+      // notices come from now on: ask once for what came before (a summary
+      // written since the page's first fetch, or while a reconnect was away)
+      if (summaries) summaries.refresh();
+      if (extra.onHello) extra.onHello(msg);
+    },
     onUpdate: (events, state) => {
       if (extra.onEvents && extra.onEvents(events, state) === false) {
         if (state && state.phase === "ended") socket.finished = true;
@@ -885,22 +892,21 @@ function connectGame(path, view, extra = {}) {
         if (state.phase === "ended") socket.finished = true;
         extra.onState && extra.onState(state);
         document.title = `${phaseTitle(state)} · ToSSim`;
-        notePhase(state.day, state.phase);
+        notePhase(state.day, state.phase, false);
       } else {
-        // A delayed spectator stream carries no state: follow the events' phase.
+        // A delayed spectator stream carries no state (nor summary notices):
+        // follow the events' phase, and fetch summaries as it changes.
         const last = [...events].reverse().find((e) => e.phase);
-        if (last) notePhase(last.day, last.phase);
+        if (last) notePhase(last.day, last.phase, true);
       }
     },
     onError: (msg) => view.serverError ? view.serverError(msg) : null,
-    onOther: (msg) => {
-      if (msg.type === "summary" && summaries) summaries.refresh();
-      if (msg.type === "thinking" && extra.onThinking) extra.onThinking(msg);
-      if (msg.type === "next" && typeof msg.lobby === "string" && extra.onNext) extra.onNext(msg.lobby);
-      if (msg.type === "standins") {
-        view.setStandins(Array.isArray(msg.slots) ? msg.slots : []);
-        if (extra.onStandins) extra.onStandins(msg);
-      }
+    onSummary: () => summaries && summaries.refresh(),
+    onThinking: (msg) => extra.onThinking && extra.onThinking(msg),
+    onNext: (lobby) => extra.onNext && extra.onNext(lobby),
+    onStandins: (msg) => {
+      view.setStandins(Array.isArray(msg.slots) ? msg.slots : []);
+      if (extra.onStandins) extra.onStandins(msg);
     },
     onStatus: (status, detail) => {
       view.setConnection(status, detail);

@@ -23,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 import uvicorn
 from fastapi import FastAPI
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
@@ -32,6 +33,7 @@ from websockets.asyncio.client import connect as ws_client_connect
 from tossim.engine import GameConfig, new_game
 from tossim.server.limits import bounded_http_protocol
 from tossim.server.settings import Settings
+from tossim.server.wire import SERVER
 
 PG_URL = os.environ.get("TOSSIM_TEST_POSTGRES_URL",
                         "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
@@ -176,10 +178,14 @@ ServerFactory = Callable[..., Awaitable[Server]]
 
 
 class WS:
-    """A websocket client speaking the game protocol (JSON messages)."""
+    """A websocket client speaking the game protocol (JSON messages). On a
+    game socket (`wire`), every message received must be one of the wire's
+    server messages (tossim/server/wire.py, docs/api.md "Websocket"), with no
+    field the models lack."""
 
-    def __init__(self, conn: ClientConnection) -> None:
+    def __init__(self, conn: ClientConnection, wire: bool = False) -> None:
         self.conn = conn
+        self.wire = wire
         self.messages: list[dict[str, Any]] = []
 
     async def send(self, message: Any) -> None:
@@ -190,6 +196,11 @@ class WS:
         raw = await asyncio.wait_for(self.conn.recv(), timeout)
         msg = json.loads(raw)
         assert isinstance(msg, dict), msg
+        if self.wire:
+            try:
+                SERVER.validate_python(msg)
+            except ValidationError as exc:
+                raise AssertionError(f"not a wire message: {str(raw)[:300]!r}: {exc}") from None
         self.messages.append(msg)
         return msg
 
@@ -222,7 +233,7 @@ class WS:
 async def ws_connect(url: str, **kw: Any) -> AsyncIterator[WS]:
     async with ws_client_connect(url, max_size=None, open_timeout=WAIT,
                                  close_timeout=5, **kw) as conn:
-        yield WS(conn)
+        yield WS(conn, wire="/ws/games/" in url)
 
 
 @asynccontextmanager

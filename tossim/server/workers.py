@@ -102,6 +102,7 @@ from tossim.server.bus import (
     worker_reply_channel,
     worker_request_channel,
 )
+from tossim.server.worker_wire import Cancel, Forget, Welcome, WorkerHello
 
 log = logging.getLogger(__name__)
 _background: set[asyncio.Task[None]] = set()  # fire-and-forget sends, kept alive
@@ -226,7 +227,7 @@ class WorkerLink:
 
     async def _cancel(self, rid: str) -> None:
         with contextlib.suppress(Exception):
-            await self.send({"type": "cancel", "id": rid})
+            await self.send(Cancel(id=rid).data())
 
     def answer(self, message: dict[str, Any]) -> None:
         if message.get("type") == "step":
@@ -485,7 +486,7 @@ class WorkerHub:
                 games.discard(game)
             if link is not None:
                 with contextlib.suppress(Exception):
-                    await link.send({"type": "forget", "game": game})
+                    await link.send(Forget(game=game).data())
 
     def _drop_serving(self, rid: str) -> None:
         self._serving.pop(rid, None)
@@ -580,7 +581,7 @@ class WorkerHub:
                 await link.forget(game_id)
             elif isinstance(link, WorkerLink):
                 with contextlib.suppress(Exception):
-                    await link.send({"type": "forget", "game": game_id})
+                    await link.send(Forget(game=game_id).data())
 
     async def summarize(self, game_id: str, backend: str, public: View, day: int,
                         seed: int) -> str:
@@ -711,17 +712,20 @@ async def worker_socket(ws: WebSocket) -> None:
                                                    "message, never in the URL")
         return
     try:
-        hello = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
-        if not isinstance(hello, dict):
+        frame = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
+        if not isinstance(frame, dict):
             raise ValueError("not an object")
-        token = hello.get("token")
+        token = frame.get("token")  # checked first: a stranger learns nothing more
         if not worker_allowed(ws, token if isinstance(token, str) else "",
                               settings.worker_token):
             await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown worker token")
             return
-        backends = {b for b in hello.get("backends", []) if b in MODEL_BACKENDS}
-        name = str(hello.get("name") or "worker")[:64]
-        if hello.get("type") != "hello" or not backends:
+        if frame.get("type") != "hello":
+            raise ValueError("the first frame must be of type 'hello'")
+        hello = WorkerHello.model_validate(frame)  # ValidationError is a ValueError
+        backends = {b for b in hello.backends if b in MODEL_BACKENDS}
+        name = (hello.name or "worker")[:64]
+        if not backends:
             raise ValueError(f"expected hello with one of {', '.join(MODEL_BACKENDS)}")
     except (TimeoutError, ValueError, AttributeError, TypeError, KeyError) as exc:
         # KeyError: a binary frame (receive_text finds no text)
@@ -735,7 +739,7 @@ async def worker_socket(ws: WebSocket) -> None:
     try:
         # "steps": this server takes `step` frames (an older one would read a
         # step as the answer, so a worker streams only when told)
-        await link.send({"type": "welcome", "worker": link.id, "steps": True})
+        await link.send(Welcome(worker=link.id, steps=True).data())
         while True:
             try:
                 message = json.loads(await ws.receive_text())

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
 from starlette.websockets import WebSocketState
 
 from tossim.engine.view import Viewer, view
@@ -27,6 +28,24 @@ from tossim.server.service import (
     token_hash,
 )
 from tossim.server.uvicorn_direct import DirectSocket, direct_socket
+from tossim.server.wire import (
+    Auth,
+    Command,
+    Error,
+    Hello,
+    Next,
+    Ping,
+    Pong,
+    Resume,
+    ServerModel,
+    Standins,
+    Summary,
+    Thinking,
+    WireError,
+    dumps,
+    events_message,
+    parse_client,
+)
 
 router = APIRouter()
 
@@ -74,20 +93,21 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
         return
     await ws.accept()
     try:
-        auth = await first_message(ws, "auth")
+        auth = await first_message(ws)
     except WebSocketDisconnect:
         return
-    except ValueError as exc:
-        await ws.close(code=CLOSE_PROTOCOL, reason=str(exc)[:120])
+    except WireError as exc:
+        code = CLOSE_UNAUTHORIZED if exc.field == "token" else CLOSE_PROTOCOL
+        await ws.close(code=code, reason=str(exc)[:120])
         return
-    token, asked = auth.get("token"), auth.get("since", since)
-    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 0:
+    asked = auth.since if auth.since is not None else since
+    if asked < 0:
         await ws.close(code=CLOSE_PROTOCOL, reason="since is a version number")
         return
     store = ws.app.state.store
     seat = None
-    if isinstance(token, str) and 0 < len(token) <= MAX_TOKEN:
-        seat = await store.seat_for_token(game_id, token_hash(token))
+    if 0 < len(auth.token) <= MAX_TOKEN:
+        seat = await store.seat_for_token(game_id, token_hash(auth.token))
     if seat is None:
         await ws.close(code=CLOSE_UNAUTHORIZED, reason="unknown seat token")
         return
@@ -107,14 +127,14 @@ async def seat_socket(ws: WebSocket, game_id: str, since: int = 0) -> None:
         await limiter.close(key)
 
 
-async def first_message(ws: WebSocket, kind: str,
-                        timeout: float = AUTH_TIMEOUT) -> dict[str, Any]:
-    """The socket's first message, a JSON object of type `kind` (ValueError:
-    anything else, or nothing within `timeout`)."""
+async def first_message(ws: WebSocket, timeout: float = AUTH_TIMEOUT) -> Auth:
+    """The seat socket's first message, an `auth` (WireError: anything else,
+    or nothing within `timeout`; its `field` is "token" for a token that
+    cannot be one, answered as an unknown token)."""
     try:
         frame = await asyncio.wait_for(ws.receive(), timeout)
     except TimeoutError:
-        raise ValueError(f"expected a {kind} message within {timeout:g} s") from None
+        raise WireError(f"expected an auth message within {timeout:g} s") from None
     if frame["type"] == "websocket.disconnect":
         raise WebSocketDisconnect(frame.get("code", 1000))
     text = frame.get("text")
@@ -123,10 +143,12 @@ async def first_message(ws: WebSocket, kind: str,
             raise ValueError
         msg = json.loads(text)
     except (ValueError, RecursionError):
-        raise ValueError(f"expected a JSON {kind} message") from None
-    if not isinstance(msg, dict) or msg.get("type") != kind:
-        raise ValueError(f"the first message must be of type {kind!r}")
-    return msg
+        raise WireError("expected a JSON auth message") from None
+    if not isinstance(msg, dict) or msg.get("type") != "auth":
+        raise WireError("the first message must be of type 'auth'")
+    auth = parse_client(msg)
+    assert isinstance(auth, Auth)
+    return auth
 
 
 @router.websocket("/ws/games/{game_id}/watch")
@@ -205,8 +227,12 @@ class Connection:
         # the stand-ins message last sent (docs/api.md, "Stand-ins")
         self.standins_sent: dict[str, Any] | None = None
 
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.send_raw(json.dumps(message, separators=(",", ":")))
+    async def send(self, message: ServerModel) -> None:
+        await self.send_raw(message.encode())
+
+    async def send_error(self, version: int, error: str) -> None:
+        """Answer with an `error` message (nothing changed)."""
+        await self.send(Error(version=version, error=error))
 
     async def send_raw(self, text: str) -> None:
         """Send a message already serialised (pushes are, once for many sockets)."""
@@ -235,9 +261,8 @@ class Connection:
             cap = game.version if not self.delay else mirror.version_at(time.time() - self.delay)
             self.sent = min(version_at(game, self.viewer, self.since), cap)
             self.seq = seq_at(game, self.viewer, self.sent)
-            await self.send({"type": "hello", "game_id": self.game_id,
-                             "viewer": self.viewer.label(),
-                             "version": seq_at(game, self.viewer, cap)})
+            await self.send(Hello(game_id=self.game_id, viewer=self.viewer.label(),
+                                  version=seq_at(game, self.viewer, cap)))
             senders = [asyncio.create_task(self._follow(mirror))]
             if self.sees_thinking:
                 senders.append(asyncio.create_task(self._follow_thinking()))
@@ -302,16 +327,25 @@ class Connection:
                         frame, receiving = receiving.result(), None
                         if frame["type"] == "websocket.disconnect":
                             return False
-                        text = frame.get("text") or ""
-                        kind = "ping" if '"ping"' in text[:100] else None
-                        await self.send({"type": "pong", "version": 0} if kind else
-                                        {"type": "error", "version": 0,
-                                         "error": "the game has not started yet"})
+                        if self._is_ping(frame.get("text")):
+                            await self.send(Pong(version=0))
+                        else:
+                            await self.send_error(0, "the game has not started yet")
             finally:
                 if receiving is not None:
                     receiving.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await receiving
+
+    def _is_ping(self, text: str | None) -> bool:
+        """Whether a frame is a well-formed `ping` (a seat waiting in the lobby
+        answers nothing else)."""
+        if text is None or len(text) > self.max_bytes:
+            return False
+        try:
+            return isinstance(parse_client(json.loads(text)), Ping)
+        except (ValueError, RecursionError):  # WireError too
+            return False
 
     def _holds_claim(self, row: Any) -> bool:
         """Whether the seat is still claimed with this socket's token."""
@@ -335,8 +369,11 @@ class Connection:
         try:
             async for msg in sub:
                 if msg.get("type") == "thinking":
-                    await self.send({k: msg[k] for k in ("type", "slot", "day", "phase", "step")
-                                     if k in msg})
+                    try:
+                        step = Thinking.model_validate(msg)
+                    except ValidationError:
+                        continue  # not a step a page could show
+                    await self.send(step)
         finally:
             await sub.close()
 
@@ -432,7 +469,7 @@ class Connection:
         if not self._standins_due(mirror):
             return
         self.standins_sent = self._standins_of(mirror)
-        await self.send({"type": "standins", **self.standins_sent, "version": self.seq})
+        await self.send(Standins(**self.standins_sent, version=self.seq))
 
     def _next_due(self, mirror: GameMirror) -> bool:
         # never to a delayed spectator: it would tell that the game is over
@@ -445,8 +482,9 @@ class Connection:
         same lobby (docs/api.md, "Play again")."""
         if not self._next_due(mirror):
             return
-        self.next_sent = mirror.next_lobby
-        await self.send({"type": "next", "lobby": self.next_sent, "version": self.seq})
+        lobby = self.next_sent = mirror.next_lobby
+        assert lobby is not None
+        await self.send(Next(lobby=lobby, version=self.seq))
 
     async def _send_summary_notices(self, mirror: GameMirror) -> None:
         """{"type": "summary", "day": D, "version": V} for each day whose
@@ -458,7 +496,7 @@ class Connection:
         days = sorted(set(mirror.summaries[self.summaries_sent:]))
         self.summaries_sent = len(mirror.summaries)
         for day in days:
-            await self.send({"type": "summary", "day": day, "version": self.seq})
+            await self.send(Summary(day=day, version=self.seq))
 
     def _can_write(self) -> bool:
         """Whether a frame may go straight to the transport now (see
@@ -510,12 +548,9 @@ class Connection:
         # when the newest event this viewer may see was published: a hidden
         # event's batch must not show through as a new time
         newest = newest_at(game, self.viewer, cap)
-        message: dict[str, Any] = {"type": "events", "version": self.seq + len(events),
-                                   "events": events,
-                                   "published_at": mirror.published_for(newest)}
-        if state is not None:
-            message["state"] = state
-        return Push(len(events), state, json.dumps(message, separators=(",", ":")))
+        message = events_message(self.seq + len(events), events,
+                                 mirror.published_for(newest), state)
+        return Push(len(events), state, dumps(message))
 
     # ---- client -> server ---------------------------------------------------------------
     async def _receive(self, mirror: GameMirror) -> None:
@@ -529,40 +564,38 @@ class Connection:
             if problem is None and text is None:
                 problem = "messages are JSON text, not binary frames"
             if problem:
-                await self.send({"type": "error", "version": version, "error": problem})
+                await self.send_error(version, problem)
                 continue
             assert text is not None
             try:
-                msg = json.loads(text)
+                decoded = json.loads(text)
             except (ValueError, RecursionError):  # bad JSON, too deep, too many digits
-                await self.send({"type": "error", "version": version,
-                                 "error": "malformed JSON"})
+                await self.send_error(version, "malformed JSON")
                 continue
-            if not isinstance(msg, dict):
-                await self.send({"type": "error", "version": version,
-                                 "error": "a message is a JSON object with a type"})
+            if self.slot is None and isinstance(decoded, dict) and (
+                    decoded.get("type") == "command"):
+                # before the command's shape: whatever it is, not from a spectator
+                await self.send_error(version, "spectators cannot send commands")
                 continue
-            kind = msg.get("type")
-            if kind == "ping":
-                await self.send({"type": "pong", "version": version})
-            elif kind == "resume":
-                since = msg.get("since")
-                if not isinstance(since, int) or isinstance(since, bool) or since < 0:
-                    await self.send({"type": "error", "version": version,
-                                     "error": "resume needs since: a version number"})
-                    continue
+            try:
+                msg = parse_client(decoded)
+            except WireError as exc:
+                await self.send_error(version, str(exc))
+                continue
+            if isinstance(msg, Ping):
+                await self.send(Pong(version=version))
+            elif isinstance(msg, Resume):
                 assert mirror.game is not None
-                self.since = min(since, self.seq)
+                self.since = min(msg.since, self.seq)
                 self.sent = version_at(mirror.game, self.viewer, self.since)
                 self.seq = seq_at(mirror.game, self.viewer, self.sent)
                 self.sent_state = None  # the answer carries the state again
                 self.resuming = True
                 self.wake.set()
-            elif kind == "command":
-                await self._command(msg.get("command"), version)
-            else:
-                await self.send({"type": "error", "version": version,
-                                 "error": f"unknown message type {kind!r}"})
+            elif isinstance(msg, Command):
+                await self._command(msg.command, version)
+            else:  # an auth: a seat sends it first, and only then
+                await self.send_error(version, "auth is only a seat socket's first message")
 
     def _too_much(self, data: str | bytes) -> str | None:
         size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "replace"))
@@ -576,15 +609,9 @@ class Connection:
         self.recent.append(now)
         return None
 
-    async def _command(self, command: Any, version: int) -> None:
-        if self.slot is None:
-            await self.send({"type": "error", "version": version,
-                             "error": "spectators cannot send commands"})
-            return
-        if not isinstance(command, dict) or "actor" in command:
-            await self.send({"type": "error", "version": version,
-                             "error": "command must be an object without actor"})
-            return
+    async def _command(self, command: dict[str, Any], version: int) -> None:
+        """Forward a seat's command (its shape checked by `wire.Command`) to
+        the game's actor and answer a refusal with the engine's error."""
         if isinstance(command.get("text"), str):  # chat, whisper, will
             # bidirectional overrides and zero-width characters would let a
             # player reverse or hide what others read
@@ -593,7 +620,7 @@ class Connection:
             problem = await self.ws.app.state.limiter.chat_problem((self.game_id,
                                                                     self.slot))
             if problem is not None:
-                await self.send({"type": "error", "version": version, "error": problem})
+                await self.send_error(version, problem)
                 return
         bus = self.ws.app.state.bus
         reply_to = f"tossim:reply:{uuid.uuid4().hex}"
@@ -609,9 +636,9 @@ class Connection:
         finally:
             await sub.close()
         if not reply.get("ok"):
-            await self.send({"type": "error", "version": version, "error": reply.get("error"),
-                             "fault": reply.get("fault"),
-                             "candidates": reply.get("candidates", [])})
+            error = str(reply.get("error") or "the command was refused")
+            await self.send(Error(version=version, error=error, fault=reply.get("fault"),
+                                  candidates=reply.get("candidates") or []))
 
 
 async def _first(sub: Any) -> dict[str, Any]:
