@@ -14,6 +14,7 @@ from agents.fake_backend import ScriptedBackend  # tests/ is on sys.path under p
 from agents.support import day3_investigator
 
 from tossim.agents.entry_seat import make_seat_for_entry
+from tossim.agents.loop import MOVES_THINK_SHARE, LoopConfig
 from tossim.inference import registry
 from tossim.inference.base import GenerationRequest
 from tossim.inference.catalogue import ModelEntry
@@ -50,7 +51,10 @@ def test_entry_sampling_reaches_every_request_of_a_seat(
     seat = make_seat_for_entry(_local_entry(), 7, seed=1)
     asyncio.run(seat.loop.run_turn(day3_investigator().memories[7], key="g:7",  # type: ignore[union-attr]
                                    seed=1))
-    assert plain.requests[0].max_tokens == 128 and plain.requests[0].top_p == 1.0
+    # (the bundled entry's seats speak in moves: they think MOVES_THINK_SHARE of it)
+    voting_budget = LoopConfig(speech="moves").budget("voting")
+    assert voting_budget == int(128 * MOVES_THINK_SHARE)
+    assert plain.requests[0].max_tokens == voting_budget and plain.requests[0].top_p == 1.0
     assert plain.requests[0].temperature == 0.6
 
 

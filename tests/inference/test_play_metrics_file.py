@@ -45,11 +45,13 @@ api_key_env = "TOSSIM_TEST_PLAY_KEY"
     for slot in (1, 2):
         mine = [t for t in turns if t["slot"] == slot]
         assert [t["seq"] for t in mine] == list(range(1, len(mine) + 1))
-        assert len(mine) == data["seats"][str(slot)]["turns"]
+        # a seat's entry: the driver's tally, and the model's own metrics under "agent"
+        assert len(mine) == data["seats"][str(slot)]["agent"]["turns"]
     assert all(t["prompt"] and t["steps"] for t in turns)
     # a hosted model's free text passes the text guard (docs/agents.md, "The text guard")
     for slot in ("1", "2"):
-        assert data["seats"][slot]["degenerate"] == {} and data["seats"][slot]["silenced"] == 0
+        agent = data["seats"][slot]["agent"]
+        assert agent["degenerate"] == {} and agent["silenced"] == 0
     assert any(s["kind"] == "action" and s.get("name") == "speak" and s["args"]["text"]
                for t in turns for s in t["steps"])
     # the entry has no price: its cost is unknown, not 0
