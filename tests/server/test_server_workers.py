@@ -89,7 +89,10 @@ async def _finish_and_check(server: Server, game_id: str, seed: int) -> dict[int
 async def test_a_worker_plays_the_model_seats_of_a_game_that_waited_for_it(
         server_factory: ServerFactory, start_worker: WorkerFactory) -> None:
     server = await server_factory(inference="workers", model_deadline=300)
-    seats = [{"slot": s, "backend": "local"} for s in range(1, 8)]
+    # seat 7 writes free text, so the game's summaries are its model's; the
+    # others speak in moves (a small model's default), and write none
+    seats = [{"slot": s, "backend": "local", **({"speech": "free"} if s == 7 else {})}
+             for s in range(1, 8)]
     game_id = await create_game(server.client, players=7, speed="fast", seed=41, seats=seats)
     await asyncio.sleep(1.0)  # no worker yet: the game waits on day 1
     r = await server.client.get(f"/api/games/{game_id}")
