@@ -97,3 +97,13 @@ def test_a_sentence_said_again_with_another_number_or_verb_is_degenerate() -> No
     # different sentences about the same players are not a repeat
     assert degenerate("Player 4 claimed Doctor on Day 2. Player 5 claimed Sheriff and voted "
                       "Player 4 on Day 3.", player_names=NAMES) is None
+
+
+def test_every_opener_the_move_renderer_writes_passes() -> None:
+    """The server renders moves with these openers ("Results: Player 1 is
+    suspicious!" was once refused as a name that is not a player's)."""
+    for text in ("Results: Player 1 is suspicious!", "My results: Player 5 is not suspicious.",
+                 "What I found: Player 2 is suspicious!", "Before you vote: I am the Doctor.",
+                 "For the record: I am the Escort.", "Since you ask: I am the Sheriff.",
+                 "Here is what I have: Player 5 is suspicious!", "My claim: Doctor."):
+        assert degenerate(text, player_names=NAMES) is None, text

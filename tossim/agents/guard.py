@@ -55,6 +55,7 @@ Interesting Unfortunately Fortunately Personally Basically Lastly Finally Appare
 Thus Therefore Plus Overall Wow Whoa Ok Alright Friend Friends People Folks Team Gentlemen
 Ladies Sir Everyone Anybody Somebody Nope Yeah Yep Yup Sure Indeed Perhaps Hold Stop Ugh Oops
 Fair Noted Understood Exactly Absolutely Correct Incorrect Agree Disagree Listen Okay
+Results Result Findings Update Proof Evidence Claim Info Reminder Summary Verdict
 """
 _OPENERS = frozenset(_OPENER_WORDS.split())
 
