@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from typing import Any
 
 import pytest
 
@@ -372,3 +373,25 @@ def test_a_structured_seat_says_something_every_day_before_its_will() -> None:
     assert "<speak>" in speech_turn
     assert "<wait>" not in speech_turn and "<will>" not in speech_turn
     assert "<wait>" in side_turn and "<speak>" not in side_turn
+
+
+def test_an_ask_abandoned_at_its_deadline_still_offered_the_vote() -> None:
+    """act_rate is not flattered by the asks the server abandons: the vote
+    counts as offered when the ask starts."""
+    class Stuck(ScriptedBackend):
+        async def generate(self, requests: Any) -> Any:
+            await asyncio.sleep(3600)
+
+    t = day3_investigator()
+    seat = LLMSeat(7, ToolLoop(Stuck([]), MOVES))
+
+    async def ask() -> None:
+        task = asyncio.ensure_future(seat.decide(view(t.game, Viewer.player(7), since=0)))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(ask())
+    assert seat.metrics_dict()["offered"] == {"vote": 1}
+    assert seat.metrics_dict()["act_rate"] == {"vote": 0.0}

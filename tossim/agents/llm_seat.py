@@ -77,10 +77,12 @@ class AgentMetrics:
                                                  compare=False)
 
     def note_phase(self, phase_seq: int, open_kinds: Iterable[str],
-                   commands: Iterable[Command]) -> None:
-        """Count one ask of the seat: the phase actions open at its start and
-        those its commands took (each phase once, however often it is asked)."""
-        taken = {type(c).type for c in commands}
+                   commands: Iterable[Command] | None = None) -> None:
+        """Count one ask of the seat (each phase once, however often it is
+        asked): the phase actions open at its start, counted when it starts
+        (`commands` None: an ask abandoned at its deadline still offered
+        them), and those its commands took."""
+        taken = {type(c).type for c in commands} if commands is not None else set()
         for kind in open_kinds:
             for what, counts in (("offered", self.offered), ("taken", self.taken)):
                 key = (phase_seq, kind, what)
@@ -222,6 +224,8 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
     `metrics` counts the phase actions open and taken (`AgentMetrics.note_phase`)."""
     open_kinds = open_phase_actions(memory.legal, memory.you)
     phase_seq = memory.phase_seq
+    if metrics is not None:  # offered now: an ask cancelled at its deadline still counts
+        metrics.note_phase(phase_seq, open_kinds)
     if act_first and open_kinds:
         cmds = await _action_first(memory, turn, deadline, phase_actions_only(memory.legal))
     elif act_first and owes_speech(memory):
