@@ -92,5 +92,11 @@ def page_texts(pg: Any, models: list[int]) -> dict[str, list[str]]:
                     if re.match(rf"^\s*Player ({'|'.join(map(str, models))})\b", g)]
     summaries = pg.eval_on_selector_all(f"{tid('day-summaries')} > li",
                                         "els => els.map(e => e.textContent)")
-    return {"lines": lines, "graves": model_graves,
-            "summaries": [re.sub(r"^Day \d+:\s*", "", s) for s in summaries]}
+    # an extractive summary quotes the day's lines (two players may say the
+    # same): each quoted line is checked as the line it is
+    quoted = []
+    for text in summaries:
+        text = re.sub(r"^Day \d+:\s*", "", text)
+        parts = re.findall(r'Player \d+: "([^"]*)"', text)
+        quoted += parts or [text]
+    return {"lines": lines, "graves": model_graves, "summaries": quoted}
