@@ -101,7 +101,7 @@ def _near(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return len(sa & sb) / len(sa | sb) >= NEAR_SAME
 
 
-def _repeated_sentence(text: str) -> str | None:
+def repeated_sentence(text: str) -> str | None:
     """A sentence of two words or more said twice, or nearly (`NEAR_SAME`);
     or a last, unfinished sentence (text cut off by the token budget) that
     starts one said before."""
@@ -176,7 +176,7 @@ def degenerate(text: str, *, prompt_text: str = "", earlier_lines: Iterable[str]
     line = _LABEL_LINE.search(text) or _HEADING_LINE.search(text)
     if line is not None:
         return f"markup: heading {line.group(0).strip()!r}"
-    twice = _repeated_sentence(text)
+    twice = repeated_sentence(text)
     if twice is not None:
         return f"repeated sentence: {twice!r}"
     who = _stranger(text, player_names)

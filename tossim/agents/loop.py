@@ -261,6 +261,7 @@ class _Turn:
         # speeches, wills and notes are structured moves this turn: the seat's
         # own speech setting, or the guard's fallback for a free-text seat
         self.structured = loop.config.speech == "moves"
+        self.wait = True  # `wait` is offered (`actions.may_wait`; set by run_turn)
 
     def repeated(self, name: str, args: Mapping[str, Any]) -> bool:
         """Was this exact tool call made before in this thought? (It is
@@ -310,11 +311,15 @@ class ToolLoop:
         stats = TurnStats()
         if deadline is not None:
             stats.time_s = max(0.0, deadline - time.monotonic())
+        # is `wait` offered this turn (`actions.may_wait`)? The legal actions do
+        # not change within a turn: the prompt and every grammar agree
+        wait = may_wait(memory, cfg.may_abstain)
         messages = build_messages(memory, summaries, cfg.protocol, persona, cfg.max_tool_calls,
-                                  speech=cfg.speech, seed=seed, wait=self._wait(memory))
+                                  speech=cfg.speech, seed=seed, wait=wait)
         ids: list[int] = list(tok.chat_prompt(messages))
         stats.prompt_tokens = len(ids)
         t = _Turn(self, memory, ids, stats, on_step, key, seed, deadline)
+        t.wait = wait
         think_left = self._fit(t, cfg.budget(memory.phase))
         retries = guarded = 0
         while True:
@@ -517,17 +522,12 @@ class ToolLoop:
             kept, kept_text = gen, text
         return kept, "</thinking>", kept_text[len(head):]
 
-    def _wait(self, memory: SeatMemory) -> bool:
-        """Is `wait` offered this turn (`actions.may_wait`)?"""
-        return may_wait(memory, self.config.may_abstain)
-
     async def _xml_action(self, t: _Turn) -> Any:
         """The final action after the thought (tools are not allowed here)."""
         memory = t.memory
-        wait = self._wait(memory)
-        choices = turn_choices(memory.legal, memory.names, (), False, wait)
+        choices = turn_choices(memory.legal, memory.names, (), False, t.wait)
         rx = turn_regex(memory.legal, memory.names, (), False, think=False, protocol="xml",
-                        wait=wait)
+                        wait=t.wait)
         if t.structured:
             choices = structured_choices(memory, choices)
             rx = choices_regex(choices, "xml")
@@ -561,11 +561,10 @@ class ToolLoop:
             think_left -= t.stats.generated_tokens - before
             t.stats.thinking_tokens += t.stats.generated_tokens - before
             allow = t.stats.tool_calls < cfg.max_tool_calls and think_left > 0
-            wait = self._wait(memory)
             choices = turn_choices(memory.legal, memory.names, tool_options(memory), allow,
-                                   wait)
+                                   t.wait)
             rx = turn_regex(memory.legal, memory.names, tool_options(memory), allow,
-                            think=False, protocol="json", wait=wait)
+                            think=False, protocol="json", wait=t.wait)
             if t.structured:
                 choices = structured_choices(memory, choices)
                 rx = choices_regex(choices, "json")

@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from typing import Any
 
 from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.guard import repeated_sentence
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.memory import SeatMemory
 from tossim.agents.summarize import (
@@ -36,23 +36,16 @@ from tossim.store import Store
 
 log = logging.getLogger(__name__)
 
-_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 
 
 def degenerate(text: str) -> str | None:
     """Why a model's summary is not worth showing (None when it is): empty,
-    or a sentence written twice (a model looping)."""
+    or a sentence written twice, or nearly (the text guard's check: a model
+    looping; docs/agents.md, "The text guard")."""
     if not text.strip():
         return "empty"
-    seen: set[str] = set()
-    for sentence in _SENTENCE.split(text.strip()):
-        words = " ".join(re.findall(r"\w+", sentence.lower()))
-        if not words:
-            continue
-        if words in seen:
-            return "a sentence repeated"
-        seen.add(words)
-    return None
+    twice = repeated_sentence(text)
+    return None if twice is None else f"a sentence repeated: {twice!r}"
 
 
 def writes_summaries(seat: Any) -> bool:

@@ -702,6 +702,7 @@ class GameActor:
         from tossim.analysis.quality import game_quality
 
         quality = game_quality(self.game)  # play quality from the full event log
+        seats: dict[int, dict[str, Any]] = {}
         for slot, m in self.metrics.items():
             if slot in self.humans:
                 continue  # a stand-in's decisions are not a seat's play to rate
@@ -710,7 +711,8 @@ class GameActor:
             if isinstance(seat, ModelSeat):
                 data["agent"] = seat.metrics_dict()
             data["quality"] = quality.get(slot, {})
-            await self.store.save_metrics(self.game_id, slot, data)
+            seats[slot] = data
+        await self.store.save_all_metrics(self.game_id, seats)
 
     # ---- day summaries --------------------------------------------------------------------
     def _summary_seconds(self) -> float:

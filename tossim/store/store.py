@@ -667,9 +667,18 @@ class Store(ArenaQueries, LeaseQueries):
 
     async def save_metrics(self, game_id: str, slot: int, data: dict[str, Any]) -> None:
         """Insert or replace one seat's metrics."""
+        await self.save_all_metrics(game_id, {slot: data})
+
+    async def save_all_metrics(self, game_id: str, seats: Mapping[int, dict[str, Any]]) -> None:
+        """Insert or replace the metrics of several seats in one transaction
+        (a game stores all of its seats' at every nightfall)."""
+        if not seats:
+            return
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        stmt = insert(T.seat_metrics).values(game_id=game_id, slot=slot, data=data,
-                                             updated_at=_now())
+        now = _now()
+        stmt = insert(T.seat_metrics).values(
+            [{"game_id": game_id, "slot": slot, "data": data, "updated_at": now}
+             for slot, data in seats.items()])
         stmt = stmt.on_conflict_do_update(
             index_elements=[T.seat_metrics.c.game_id, T.seat_metrics.c.slot],
             set_={"data": stmt.excluded.data, "updated_at": stmt.excluded.updated_at})
