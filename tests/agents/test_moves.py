@@ -395,3 +395,18 @@ def test_an_ask_abandoned_at_its_deadline_still_offered_the_vote() -> None:
     asyncio.run(ask())
     assert seat.metrics_dict()["offered"] == {"vote": 1}
     assert seat.metrics_dict()["act_rate"] == {"vote": 0.0}
+
+
+def test_a_mafia_seat_has_no_move_that_turns_the_town_on_a_teammate() -> None:
+    """Seen in a lobby: a Mafioso said "Results: Player 3 is suspicious!" of
+    its own Godfather. Its moves may cover a teammate, never accuse one."""
+    t = day3_investigator()
+    mafia = next(m for m in t.memories.values() if m.you.get("teammates"))
+    mate = next(s for s in mafia.you["teammates"] if s != mafia.slot)
+    table = move_table(mafia)
+    targets = {getattr(m, "target", None) for m in table.speak.values()
+               if type(m).__name__ in ("Accuse", "VotePlan")}
+    assert mate not in targets and targets
+    lies = [m for m in table.speak.values() if getattr(m, "lie", False)]
+    assert all(not (m.result.target == mate and m.result.kind == "suspicious") for m in lies)
+    assert any(m.result.target == mate for m in lies)  # covering a teammate is a move

@@ -394,20 +394,24 @@ def move_table(memory: SeatMemory) -> MoveTable:
         latest[r.phrase(name)] = r
     group("report", "report ", {p: Report(r) for p, r in latest.items()})
     living = [p["slot"] for p in memory.living() if p["slot"] != memory.slot]
+    # a Mafia member never turns the town on a teammate its View names: no
+    # "suspicious" lie, accusation or vote plan against one (covering is fine)
+    mates = {s for s in memory.you.get("teammates") or () if isinstance(s, int)}
+    others = [s for s in living if s not in mates]
     lies: dict[str, Move] = {}
     for s in living:
-        for kind in ("suspicious", "innocent"):
+        for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
             r = Result(kind, s)
             lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
     group("lie", "lie ", lies)
     why = reasons(memory)
-    for s in living:
+    for s in others:
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(name): Accuse(s, r) for r in why.get(s, ())})
     for s in living:
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
-    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in living})
+    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in others})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
     for r_name in roles:
