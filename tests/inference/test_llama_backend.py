@@ -188,3 +188,30 @@ def test_local_is_llama_and_torch_stays_available(tiny_model_dir: Path) -> None:
     folder.shutdown()
     with pytest.raises(BackendUnavailable, match="no GGUF file"):
         make_backend("local", model="no-such-model.gguf")
+
+
+def test_seats_asking_at_once_are_answered_beside_a_long_thought(
+        backend: LlamaBackend) -> None:
+    """A seat is never stuck behind another seat's long thought: while one
+    request writes 3,000 tokens, four seats ask at once (one more than the
+    free slots) and all get their answers, decoded in shared steps."""
+    long_ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Count."}]))
+    seats = [tuple(backend.tokenizer.chat_prompt(build_messages(m)))
+             for m in list(day3_investigator().memories.values())[:4]]
+
+    async def go() -> tuple[list[GenerationResult], bool]:
+        endless = asyncio.create_task(backend.generate_one(
+            GenerationRequest(long_ids, 3000, regex="a{3000}", seed=1, key="long")))
+        answers = await asyncio.gather(*(
+            backend.generate_one(GenerationRequest(ids, 6, seed=i, key=f"seat{i}"))
+            for i, ids in enumerate(seats)))
+        still_thinking = not endless.done()
+        endless.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await endless
+        return list(answers), still_thinking
+
+    answers, still_thinking = asyncio.run(go())
+    assert still_thinking
+    assert all(a.token_ids and a.finish_reason in ("length", "stop") for a in answers)
+    assert backend.stats.largest_batch >= 2

@@ -12,35 +12,40 @@ How the tool loop's guarantees are kept (docs/agents.md, "The local backend"):
   is compiled into an outlines-core Index over the GGUF vocabulary (every token
   as the raw bytes it stands for); at each step the guide's bitmask removes
   every token that would leave the grammar, so output always matches;
-- the context only grows, so one llama.cpp sequence holds the current seat's
-  KV state and a request evaluates only the tokens past the longest common
-  prefix; when another seat asks, the loaded sequence is saved (its KV bytes,
-  `llama_state_seq_get_data`) and the best-matching saved state (the seat's
-  own, or another seat's sharing the system prompt's head) is restored;
-  `GenerationResult.cached_tokens` says how many prompt tokens were re-used;
+- several seats at once: up to `slots` requests run together, each in its
+  own llama.cpp sequence (its own KV stream), and every step is ONE
+  llama_decode with a token for each decoding request and a chunk of prompt
+  for each prefilling one; a request waits only while every slot is busy;
+- the context only grows, so a slot keeps its seat's KV state between turns
+  and a request evaluates only the tokens past the longest common prefix;
+  when another seat's request needs the slot, its sequence is saved (its KV
+  bytes, `llama_state_seq_get_data`) and the best-matching saved state (the
+  seat's own, or another seat's sharing the system prompt's head) is
+  restored; `GenerationResult.cached_tokens` says how many prompt tokens were
+  re-used;
 - sampling in numpy from a generator seeded with the request's seed, so a
   seeded request reproduces; temperature, top-p, presence/frequency penalties,
   stop strings, max_tokens, the request's deadline (finish_reason "deadline")
-  and cancellation (a cancelled caller stops the decode at the next token).
+  and cancellation (a cancelled caller's decode stops at the next step).
 
-Requests run one at a time on one worker thread (the event loop never blocks):
-seats take turns. Decoding several seats in one llama_batch was measured to
-gain little on two cores (docs/agents.md, "Backends") and is not done.
+The scheduler is one worker thread (the event loop never blocks); why
+batching rather than taking turns: a seat whose request is queued behind
+three others' thoughts used to miss its phase (docs/agents.md, "Backends").
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import ctypes
 import json
 import logging
 import os
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,11 @@ log = logging.getLogger(__name__)
 
 # llama.cpp's token attribute for control tokens (<|im_start|>, <|im_end|> ...)
 _TOKEN_ATTR_CONTROL = 1 << 3
+# requests decoded together (llama.cpp sequences): the demo's four model seats
+DEFAULT_SLOTS = 4
+# prompt tokens a prefilling request evaluates per step while others decode:
+# small, so the decoding seats' tokens keep coming (docs/agents.md, "Backends")
+PREFILL_BESIDE_DECODE = 128
 
 
 def bundled_gguf(name: str = DEFAULT_BUNDLED) -> Path:
@@ -154,24 +164,56 @@ class _Saved:
     size: int
 
 
-class _Cancelled(Exception):
-    """The caller stopped waiting; the result is dropped."""
+@dataclass
+class _Job:
+    """One request on its way through the scheduler (worker thread only)."""
+
+    req: GenerationRequest
+    ids: list[int]
+    max_tokens: int
+    cancel: threading.Event
+    # the result to the caller; None: it was cancelled; an exception: it failed
+    deliver: Callable[[GenerationResult | BaseException | None], None]
+    started: float
+    hit: int = 0
+    pending: list[int] = field(default_factory=list)  # tokens to evaluate next
+    decoding: bool = False  # the prompt is in; `pending` is the last sampled token
+    out: list[int] = field(default_factory=list)
+    guide: Any = None
+    regex: str = ""
+    mask: Any = None
+    rng: Any = None
+
+
+@dataclass
+class _Slot:
+    """A llama.cpp sequence: the tokens its KV holds, whose they are (the
+    request key), and the request it serves now."""
+
+    seq: int
+    ids: list[int] = field(default_factory=list)
+    key: str = ""
+    dirty: bool = False  # changed since it was last saved
+    job: _Job | None = None
+    used: float = 0.0  # when its last request ended (least recently used goes first)
 
 
 class LlamaBackend(Backend):
     """The bundled GGUF on llama.cpp (see the module docstring)."""
 
     name = "local"
-    max_batch = 1  # seats take turns (one request at a time)
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 8192,
-                 threads: int | None = None, n_batch: int = 512, max_saved: int = 32,
-                 saved_bytes: int = 1 << 30, chat_template: str = "") -> None:
+                 slots: int = DEFAULT_SLOTS, threads: int | None = None, n_batch: int = 512,
+                 max_saved: int = 32, saved_bytes: int = 1 << 30,
+                 chat_template: str = "") -> None:
         super().__init__()
         try:
             import llama_cpp
             import numpy as np
             import outlines_core  # noqa: F401
+            from llama_cpp import _internals
+            from llama_cpp._logger import set_verbose
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the local backend needs llama-cpp-python and outlines-core: {exc}"
@@ -187,21 +229,36 @@ class LlamaBackend(Backend):
             if not path.is_file():
                 raise BackendUnavailable(f"no GGUF file at {path}")
         self.path = path
-        self.fixed_threads = threads  # None: chosen per request (`_threads_now`)
+        self.fixed_threads = threads  # None: chosen per step (`_threads_now`)
         self.threads = threads or len(os.sched_getaffinity(0))
+        self.max_batch = max(1, slots)
+        set_verbose(False)  # llama.cpp's load and context logs: errors only
         try:
-            self.llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch,
-                n_threads=self.threads, n_threads_batch=self.threads, verbose=False)
+            self._model = _internals.LlamaModel(
+                path_model=str(path), params=llama_cpp.llama_model_default_params(),
+                verbose=False)
+            params = llama_cpp.llama_context_default_params()
+            # one KV stream per slot (not unified): a sequence attends only
+            # over its own context, so decoding four seats together costs
+            # about what one costs in attention (docs/agents.md, "Backends")
+            params.n_ctx = n_ctx * self.max_batch
+            params.n_seq_max = self.max_batch
+            params.kv_unified = False
+            params.n_batch = params.n_ubatch = n_batch
+            params.n_threads = params.n_threads_batch = self.threads
+            self._context = _internals.LlamaContext(model=self._model, params=params,
+                                                    verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise BackendUnavailable(f"llama.cpp could not load {path}: {exc}") from None
-        self.n_ctx = int(self.llm.n_ctx())
+        self.ctx = self._context.ctx
+        self.n_ctx = int(llama_cpp.llama_n_ctx_seq(self.ctx))  # one sequence's window
         self.n_batch = n_batch
-        meta = self.llm.metadata
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        meta = self._model.metadata()
         template = chat_template or meta.get("tokenizer.chat_template", "")
         if not template:
             raise BackendUnavailable(f"{path.name} has no chat template")
-        m = self.llm._model
+        m = self._model
         self.tokenizer = GGUFTokenizer(m, template, _token_text(m, m.token_bos()),
                                        _token_text(m, m.token_eos()))
         self.eos_id = self.tokenizer.eos_token_id
@@ -209,38 +266,62 @@ class LlamaBackend(Backend):
         self.vocabulary = self.tokenizer.vocabulary()
         self.max_saved, self.saved_bytes = max_saved, saved_bytes
         self._saved: OrderedDict[str, _Saved] = OrderedDict()
-        self._loaded: list[int] = []  # the tokens whose KV sequence 0 holds
-        self._loaded_key = ""
-        self._dirty = False  # sequence 0 changed since it was last saved
+        self._slots = [_Slot(seq) for seq in range(self.max_batch)]
         self._end_states: dict[tuple[str, int], bool] = {}
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._executor_lock = threading.Lock()
+        self._queue: deque[_Job] = deque()
+        self._cond = threading.Condition()
+        self._closing = False
+        self._thread: threading.Thread | None = None
 
     @property
     def label(self) -> str:
         return f"local:{self.path.name}"
 
-    # ---- async side: one worker thread, requests in arrival order ------------------
-    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix="tossim-llama")
-            return self._executor
-
+    # ---- async side: requests go to the scheduler thread ---------------------------
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """Each request runs on the worker thread in turn; a seat's result
-        comes back as soon as its own request is done."""
+        """Every request joins the scheduler at once; a seat's result comes
+        back as soon as its own request is done."""
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
     async def _one(self, request: GenerationRequest) -> GenerationResult:
-        cancel = threading.Event()
-        fut = asyncio.get_running_loop().run_in_executor(self._pool(), self._run, request,
-                                                         cancel)
+        ids = list(request.prompt_ids)
+        if not ids:
+            raise ValueError("a request needs at least one prompt token")
+        if len(ids) >= self.n_ctx:
+            raise ValueError(f"the context ({len(ids)} tokens) does not fit the model's "
+                             f"window ({self.n_ctx})")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[GenerationResult] = loop.create_future()
+
+        def settle(result: GenerationResult | BaseException | None) -> None:
+            if fut.done():
+                return
+            if result is None:
+                fut.cancel()
+            elif isinstance(result, BaseException):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+        def deliver(result: GenerationResult | BaseException | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+                loop.call_soon_threadsafe(settle, result)
+
+        job = _Job(request, ids, max(1, min(request.max_tokens, self.n_ctx - len(ids))),
+                   threading.Event(), deliver, time.perf_counter())
+        with self._cond:
+            if self._closing:
+                raise BackendUnavailable("the local backend is closed")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="tossim-llama",
+                                                daemon=True)
+                self._thread.start()
+            self._queue.append(job)
+            self._cond.notify()
         try:
             return await fut
         except asyncio.CancelledError:
-            cancel.set()  # a decode under way stops at its next token
+            job.cancel.set()  # its decode stops at the next step
             raise
 
     async def _generate_batch(
@@ -248,11 +329,13 @@ class LlamaBackend(Backend):
         return await self.generate(requests)
 
     def shutdown(self) -> None:
-        """Wait for the request under way, drop queued ones and saved states."""
-        with self._executor_lock:
-            pool, self._executor = self._executor, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        """Finish the step under way, drop every request and saved state."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
         self._saved.clear()
 
     async def close(self) -> None:
@@ -286,102 +369,239 @@ class LlamaBackend(Backend):
             self._end_states[key] = hit
         return hit
 
-    # ---- KV state: sequence 0 plus saved sequences per key -------------------------
-    def _save_loaded(self) -> None:
-        """Keep sequence 0's KV under its key (before another seat's request
-        overwrites it); the least recently used states go past the caps."""
-        lc = self.llama_cpp
-        if not self._dirty or not self._loaded_key or not self._loaded:
-            return
-        ctx = self.llm.ctx
-        size = int(lc.llama_state_seq_get_size(ctx, 0))
-        data = (ctypes.c_uint8 * size)()
-        n = int(lc.llama_state_seq_get_data(ctx, data, size, 0))
-        self._saved[self._loaded_key] = _Saved(tuple(self._loaded), data, n)
-        self._saved.move_to_end(self._loaded_key)
-        self._dirty = False
-        total = sum(s.size for s in self._saved.values())
-        while self._saved and (len(self._saved) > self.max_saved or total > self.saved_bytes):
-            _, old = self._saved.popitem(last=False)
-            total -= old.size
+    # ---- the scheduler (worker thread) ---------------------------------------------
+    def _serve(self) -> None:
+        """Admit waiting requests into free slots, then advance every running
+        request by one llama_decode; until the backend closes."""
+        while True:
+            with self._cond:
+                while not self._closing and not self._queue and not self._running():
+                    self._cond.wait()
+                if self._closing:
+                    break
+                admitted = self._admit()
+            for job, slot in admitted:
+                try:
+                    self._place(job, slot)
+                except Exception as exc:  # e.g. a regex no guide can be built for
+                    self._fail([slot], exc)
+            try:
+                self._step()
+            except Exception as exc:  # llama.cpp refused the batch: fail what ran
+                log.exception("the local backend's step failed")
+                self._fail(self._running(), exc)
+        for slot in self._slots:
+            if slot.job is not None:
+                slot.job.deliver(None)
+                slot.job = None
+        with self._cond:
+            while self._queue:
+                self._queue.popleft().deliver(None)
 
-    def _restore(self, key: str, ids: Sequence[int]) -> int:
-        """Make sequence 0 hold the longest prefix of `ids` any state has (the
-        loaded one, the seat's own saved one, another seat's); returns its
-        length, at most len(ids) - 1 (the last token is evaluated for logits)."""
-        lc = self.llama_cpp
-        if self._loaded_key != key:
-            self._save_loaded()
-        best, source = _common_prefix(self._loaded, ids), None
+    def _fail(self, slots: list[_Slot], exc: Exception) -> None:
+        """Their requests get `exc`; their sequences are emptied (their KV
+        state is unknown after a failed step)."""
+        mem = self.llama_cpp.llama_get_memory(self.ctx)
+        for slot in slots:
+            if slot.job is not None:
+                slot.job.deliver(exc)
+                slot.job = None
+            self.llama_cpp.llama_memory_seq_rm(mem, slot.seq, -1, -1)
+            slot.ids, slot.key, slot.dirty = [], "", False
+
+    def _running(self) -> list[_Slot]:
+        return [s for s in self._slots if s.job is not None]
+
+    def _admit(self) -> list[tuple[_Job, _Slot]]:
+        """Waiting requests, in arrival order, each into the free slot that
+        holds the most of its context (its own seat's first): under the lock."""
+        admitted = []
+        while self._queue:
+            free = [s for s in self._slots if s.job is None]
+            # `max_batch` may be lowered after start (the bench's one-at-a-time run)
+            if not free or len(self._slots) - len(free) >= self.max_batch:
+                break
+            job = self._queue.popleft()
+            key = job.req.key
+            slot = max(free, key=lambda s: (bool(key) and s.key == key,
+                                             _common_prefix(s.ids, job.ids), -s.used))
+            slot.job = job
+            admitted.append((job, slot))
+        return admitted
+
+    def _place(self, job: _Job, slot: _Slot) -> None:
+        """Make `slot`'s sequence hold the longest prefix of the request any
+        state has (the slot's own, the seat's saved one, another seat's), and
+        set up its guide and sampler."""
+        lc, ids, key = self.llama_cpp, job.ids, job.req.key
+        if slot.key != key:
+            self._save(slot)
+        best, source = _common_prefix(slot.ids, ids), None
         for k, s in self._saved.items():
             n = _common_prefix(s.ids, ids)
             # restoring costs a copy of the state: worth it for a longer prefix
             if n > best + (0 if k == key else 16):
                 best, source = n, s
-        mem = lc.llama_get_memory(self.llm.ctx)
+        mem = lc.llama_get_memory(self.ctx)
         if source is not None:
-            lc.llama_memory_seq_rm(mem, 0, -1, -1)
-            if int(lc.llama_state_seq_set_data(self.llm.ctx, source.data, source.size, 0)) == 0:
-                lc.llama_memory_clear(mem, True)
-                self._loaded, best = [], 0
+            lc.llama_memory_seq_rm(mem, slot.seq, -1, -1)
+            if int(lc.llama_state_seq_set_data(self.ctx, source.data, source.size,
+                                               slot.seq)) == 0:
+                lc.llama_memory_seq_rm(mem, slot.seq, -1, -1)
+                slot.ids, best = [], 0
             else:
-                self._loaded = list(source.ids)
-        keep = max(0, min(best, len(ids) - 1))
-        if keep < len(self._loaded):
-            lc.llama_memory_seq_rm(mem, 0, keep, -1)
-            del self._loaded[keep:]
-        self._loaded_key = key
-        self._dirty = True
-        return keep
+                slot.ids = list(source.ids)
+        keep = max(0, min(best, len(ids) - 1))  # the last token is evaluated for logits
+        if keep < len(slot.ids):
+            lc.llama_memory_seq_rm(mem, slot.seq, keep, -1)
+            del slot.ids[keep:]
+        slot.key, slot.dirty = key, True
+        job.hit, job.pending = keep, ids[keep:]
+        job.regex = self._regex(job.req) or ""  # its guide is built at the first token
+        job.rng = self.np.random.default_rng(job.req.seed if job.req.seed is not None else 0)
+        self.stats.requests += 1
 
-    def _feed(self, tokens: Sequence[int]) -> None:
-        """Evaluate `tokens` after the loaded ones (logits for the last)."""
-        batch = self.llm._batch
-        batch.set_batch(batch=list(tokens), n_past=len(self._loaded), logits_all=False)
-        self.llm._ctx.decode(batch)
-        self._loaded.extend(tokens)
+    def _save(self, slot: _Slot) -> None:
+        """Keep a slot's KV under its key before another seat's request takes
+        the slot; the least recently used states go past the caps."""
+        lc = self.llama_cpp
+        if not slot.dirty or not slot.key or not slot.ids:
+            return
+        size = int(lc.llama_state_seq_get_size(self.ctx, slot.seq))
+        data = (ctypes.c_uint8 * size)()
+        n = int(lc.llama_state_seq_get_data(self.ctx, data, size, slot.seq))
+        self._saved[slot.key] = _Saved(tuple(slot.ids), data, n)
+        self._saved.move_to_end(slot.key)
+        slot.dirty = False
+        total = sum(s.size for s in self._saved.values())
+        while self._saved and (len(self._saved) > self.max_saved or total > self.saved_bytes):
+            _, old = self._saved.popitem(last=False)
+            total -= old.size
 
-    def _logits(self) -> Any:
-        np = self.np
-        ptr = self.llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float32)
-
-    # ---- one request (on the worker thread) ----------------------------------------
-    def _run(self, req: GenerationRequest, cancel: threading.Event) -> GenerationResult:
-        started = time.perf_counter()
-        ids = list(req.prompt_ids)
-        if not ids:
-            raise ValueError("a request needs at least one prompt token")
-        if len(ids) >= self.n_ctx:
-            raise ValueError(f"the context ({len(ids)} tokens) does not fit the model's "
-                             f"window ({self.n_ctx})")
-        max_tokens = max(1, min(req.max_tokens, self.n_ctx - len(ids)))
-        stats = self.stats
-        stats.requests += 1
-        stats.batches += 1
-        stats.largest_batch = max(stats.largest_batch, 1)
+    def _step(self) -> None:
+        """One llama_decode for every running request: one token for each that
+        is decoding, and a chunk of prompt for each that is prefilling (a small
+        one while others decode, so their tokens keep coming); then sample."""
+        for slot in self._running():
+            assert slot.job is not None
+            why = _stopped(slot.job)
+            if why is not None:
+                self._finish(slot, why)
+        running = self._running()
+        if not running:
+            return
         threads = self._threads_now()
-        self.llm._ctx.set_n_threads(threads, threads)
-        hit = self._restore(req.key, ids)
-        out: list[int] = []
-        finish = self._prefill(req, ids[hit:], cancel)
-        stats.prefill_seconds += time.perf_counter() - started
-        if finish is None:
-            decode_started = time.perf_counter()
-            finish = self._decode(req, out, max_tokens, cancel)
-            stats.decode_seconds += time.perf_counter() - decode_started
+        self.llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
+        decoding = [s for s in running if s.job is not None and s.job.decoding]
+        prefilling = [s for s in running if s.job is not None and not s.job.decoding]
+        room = self.n_batch - len(decoding)
+        chunk = PREFILL_BESIDE_DECODE if decoding else room
+        fed: list[tuple[_Slot, list[int], bool]] = []  # slot, tokens, wants logits
+        for slot in decoding:
+            assert slot.job is not None
+            fed.append((slot, slot.job.pending, True))
+        for slot in prefilling:
+            assert slot.job is not None
+            take = min(len(slot.job.pending), chunk, room)
+            if take <= 0:
+                break
+            room -= take
+            fed.append((slot, slot.job.pending[:take], take == len(slot.job.pending)))
+        batch, n, rows = self._batch, 0, []
+        for slot, tokens, wants in fed:
+            for i, tok in enumerate(tokens):
+                batch.token[n] = tok
+                batch.pos[n] = len(slot.ids) + i
+                batch.n_seq_id[n] = 1
+                batch.seq_id[n][0] = slot.seq
+                batch.logits[n] = wants and i == len(tokens) - 1
+                n += 1
+            rows.append(n - 1)
+        batch.n_tokens = n
+        started = time.perf_counter()
+        rc = int(self.llama_cpp.llama_decode(self.ctx, batch))
+        if rc != 0:
+            raise RuntimeError(f"llama_decode failed ({rc})")
+        took = time.perf_counter() - started
+        stats = self.stats
+        stats.batches += 1
+        stats.largest_batch = max(stats.largest_batch, len(fed))
+        if decoding:  # a step adds one token to every decoding request
+            stats.decode_steps += 1
+            stats.decode_seconds += took
+        else:
+            stats.prefill_seconds += took
+        if len(fed) > len(decoding):
+            stats.prefill_passes += 1
+        for (slot, tokens, wants), row in zip(fed, rows, strict=True):
+            job = slot.job
+            assert job is not None
+            slot.ids.extend(tokens)
+            del job.pending[:len(tokens)]
+            if wants:
+                self._advance(slot, row)
+
+    def _advance(self, slot: _Slot, row: int) -> None:
+        """Sample the request's next token from batch row `row`'s logits."""
+        np, job = self.np, slot.job
+        assert job is not None
+        req, out = job.req, job.out
+        if job.regex and job.guide is None:
+            # built here, after the prompt is in: compiling a new grammar can
+            # take seconds, and the first token is owed even past the deadline
+            from outlines_core import Guide
+            job.guide = Guide(self._index(job.regex))
+            job.mask = np.full((self.n_vocab + 31) // 32, -1, dtype=np.int32)
+        if job.guide is not None and self._only_eos(job.guide, job.regex):
+            self._finish(slot, "stop")
+            return
+        ptr = self.llama_cpp.llama_get_logits_ith(self.ctx, row)
+        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float32)
+        if job.guide is not None:
+            job.guide.write_mask_into(job.mask.ctypes.data, job.mask.size, job.mask.itemsize)
+            allowed = np.unpackbits(job.mask.view(np.uint8), bitorder="little")
+            logits[allowed[:self.n_vocab] == 0] = -np.inf
+        if (req.presence_penalty or req.frequency_penalty) and out:
+            seen, counts = np.unique(np.asarray(out), return_counts=True)
+            logits[seen] -= req.presence_penalty + req.frequency_penalty * counts
+        tok = _sample(np, job.rng, logits, req.temperature, req.top_p)
+        if tok == self.eos_id:
+            self._finish(slot, "stop")
+            return
+        out.append(tok)
+        if job.guide is not None:
+            job.guide.advance(token_id=tok, return_tokens=False)
+        if len(out) >= job.max_tokens:
+            self._finish(slot, "length")
+        elif (job.guide is not None and self._only_eos(job.guide, job.regex)) or (
+                req.stop and hits_stop(self.tokenizer, out, req.stop)):
+            self._finish(slot, "stop")
+        else:
+            job.pending, job.decoding = [tok], True
+
+    def _finish(self, slot: _Slot, finish: str) -> None:
+        """End the slot's request: its result goes back to the caller (nothing
+        for a cancelled one), and the slot is free for the next."""
+        job, slot.job, slot.used = slot.job, None, time.monotonic()
+        assert job is not None
+        stats = self.stats
         if finish == "cancelled":
-            raise _Cancelled()
-        if finish == "stop" and req.stop:
-            out = self._cut_stop(out, req.stop)
+            stats.cancelled += 1
+            job.deliver(None)
+            return
+        out = job.out
+        if finish == "stop" and job.req.stop:
+            out = cut_at_stop(self.tokenizer, out, job.req.stop)
         result = GenerationResult(
             token_ids=tuple(out), text=self.tokenizer.decode(out), finish_reason=finish,
-            prompt_tokens=len(ids), cached_tokens=hit, seconds=time.perf_counter() - started)
-        stats.prompt_tokens += len(ids)
-        stats.cached_tokens += hit
+            prompt_tokens=len(job.ids), cached_tokens=job.hit,
+            seconds=time.perf_counter() - job.started)
+        stats.prompt_tokens += len(job.ids)
+        stats.cached_tokens += job.hit
         stats.generated_tokens += len(out)
         stats.seconds += result.seconds
-        return result
+        stats.deadline_stops += finish == "deadline"
+        job.deliver(result)
 
     def _threads_now(self) -> int:
         """All the cores this process may use, unless other processes keep
@@ -395,70 +615,13 @@ class LlamaBackend(Backend):
         busy = os.getloadavg()[0]  # includes this backend's own threads
         return cores if busy < cores + 1 else 1
 
-    @staticmethod
-    def _stopped(req: GenerationRequest, cancel: threading.Event) -> str | None:
-        if cancel.is_set():
-            return "cancelled"
-        if req.deadline is not None and time.monotonic() >= req.deadline:
-            return "deadline"
-        return None
 
-    def _prefill(self, req: GenerationRequest, new: list[int],
-                 cancel: threading.Event) -> str | None:
-        """Evaluate the prompt's new tokens in chunks of n_batch (checking the
-        deadline between chunks); None when done, else the finish reason."""
-        for i in range(0, len(new), self.n_batch):
-            why = self._stopped(req, cancel)
-            if why is not None:
-                return why
-            self._feed(new[i:i + self.n_batch])
-            self.stats.prefill_passes += 1
-        return self._stopped(req, cancel)
-
-    def _decode(self, req: GenerationRequest, out: list[int], max_tokens: int,
-                cancel: threading.Event) -> str:
-        np = self.np
-        regex = self._regex(req)
-        guide = None
-        mask = None
-        if regex is not None:
-            from outlines_core import Guide
-            guide = Guide(self._index(regex))
-            mask = np.full((self.n_vocab + 31) // 32, -1, dtype=np.int32)
-        rng = np.random.default_rng(req.seed if req.seed is not None else 0)
-        while True:
-            if guide is not None and self._only_eos(guide, regex or ""):
-                return "stop"
-            logits = self._logits()
-            if guide is not None and mask is not None:
-                guide.write_mask_into(mask.ctypes.data, mask.size, mask.itemsize)
-                allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")
-                logits[allowed[:self.n_vocab] == 0] = -np.inf
-            if (req.presence_penalty or req.frequency_penalty) and out:
-                seen, counts = np.unique(np.asarray(out), return_counts=True)
-                logits[seen] -= req.presence_penalty + req.frequency_penalty * counts
-            tok = _sample(np, rng, logits, req.temperature, req.top_p)
-            self.stats.decode_steps += 1
-            if tok == self.eos_id:
-                return "stop"
-            out.append(tok)
-            if guide is not None:
-                guide.advance(token_id=tok, return_tokens=False)
-            if len(out) >= max_tokens:
-                return "length"
-            if (guide is not None and self._only_eos(guide, regex or "")) or (
-                    req.stop and self._hits_stop(out, req.stop)):
-                return "stop"
-            why = self._stopped(req, cancel)
-            if why is not None:
-                return why
-            self._feed([tok])
-
-    def _hits_stop(self, ids: list[int], stop: Sequence[str]) -> bool:
-        return hits_stop(self.tokenizer, ids, stop)
-
-    def _cut_stop(self, ids: list[int], stop: Sequence[str]) -> list[int]:
-        return cut_at_stop(self.tokenizer, ids, stop)
+def _stopped(job: _Job) -> str | None:
+    if job.cancel.is_set():
+        return "cancelled"
+    if job.req.deadline is not None and time.monotonic() >= job.req.deadline:
+        return "deadline"
+    return None
 
 
 def _sample(np: Any, rng: Any, logits: Any, temperature: float, top_p: float) -> int:
