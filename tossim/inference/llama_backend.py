@@ -66,9 +66,12 @@ log = logging.getLogger(__name__)
 _TOKEN_ATTR_CONTROL = 1 << 3
 # requests decoded together (llama.cpp sequences): the demo's four model seats
 DEFAULT_SLOTS = 4
-# prompt tokens a prefilling request evaluates per step while others decode:
-# small, so the decoding seats' tokens keep coming (docs/agents.md, "Backends")
+# the prompt chunk of a prefill step while other requests decode: small, so
+# their next token is never far off (docs/agents.md, "Backends")
 PREFILL_BESIDE_DECODE = 128
+# a request waits for another that is still prefilling a shared head this much
+# longer than any state holds, and copies it (seats asking at once)
+SHARE_MIN = 64
 
 
 def bundled_gguf(name: str = DEFAULT_BUNDLED) -> Path:
@@ -176,6 +179,7 @@ class _Job:
     deliver: Callable[[GenerationResult | BaseException | None], None]
     started: float
     hit: int = 0
+    placed: bool = False  # its slot holds the prefix it starts from (`_place`)
     pending: list[int] = field(default_factory=list)  # tokens to evaluate next
     decoding: bool = False  # the prompt is in; `pending` is the last sampled token
     out: list[int] = field(default_factory=list)
@@ -272,6 +276,8 @@ class LlamaBackend(Backend):
         self._cond = threading.Condition()
         self._closing = False
         self._thread: threading.Thread | None = None
+        # seconds of decode and of prefill steps since both kinds had work
+        self._shared = [0.0, 0.0]
 
     @property
     def label(self) -> str:
@@ -379,12 +385,13 @@ class LlamaBackend(Backend):
                     self._cond.wait()
                 if self._closing:
                     break
-                admitted = self._admit()
-            for job, slot in admitted:
-                try:
-                    self._place(job, slot)
-                except Exception as exc:  # e.g. a regex no guide can be built for
-                    self._fail([slot], exc)
+                self._admit()
+            for slot in self._running():
+                if slot.job is not None and not slot.job.placed:
+                    try:
+                        self._place(slot.job, slot)
+                    except Exception as exc:  # e.g. a regex no guide can be built for
+                        self._fail([slot], exc)
             try:
                 self._step()
             except Exception as exc:  # llama.cpp refused the batch: fail what ran
@@ -412,10 +419,9 @@ class LlamaBackend(Backend):
     def _running(self) -> list[_Slot]:
         return [s for s in self._slots if s.job is not None]
 
-    def _admit(self) -> list[tuple[_Job, _Slot]]:
+    def _admit(self) -> None:
         """Waiting requests, in arrival order, each into the free slot that
         holds the most of its context (its own seat's first): under the lock."""
-        admitted = []
         while self._queue:
             free = [s for s in self._slots if s.job is None]
             # `max_batch` may be lowered after start (the bench's one-at-a-time run)
@@ -426,50 +432,68 @@ class LlamaBackend(Backend):
             slot = max(free, key=lambda s: (bool(key) and s.key == key,
                                              _common_prefix(s.ids, job.ids), -s.used))
             slot.job = job
-            admitted.append((job, slot))
-        return admitted
 
     def _place(self, job: _Job, slot: _Slot) -> None:
         """Make `slot`'s sequence hold the longest prefix of the request any
-        state has (the slot's own, the seat's saved one, another seat's), and
-        set up its guide and sampler."""
+        state has (the slot's own, the seat's saved one, another slot's), and
+        set up its sampler. When another request is still prefilling a longer
+        shared head (seats that ask at once share the system prompt's), the
+        request waits for it and copies it, instead of computing it again."""
         lc, ids, key = self.llama_cpp, job.ids, job.req.key
-        if slot.key != key:
-            self._save(slot)
-        best, source = _common_prefix(slot.ids, ids), None
-        for k, s in self._saved.items():
-            n = _common_prefix(s.ids, ids)
+        best = _common_prefix(slot.ids, ids)
+        source: _Saved | _Slot | None = None
+        for k, saved in self._saved.items():
+            n = _common_prefix(saved.ids, ids)
             # restoring costs a copy of the state: worth it for a longer prefix
             if n > best + (0 if k == key else 16):
-                best, source = n, s
+                best, source = n, saved
+        for other in self._slots:
+            if other is not slot and _common_prefix(other.ids, ids) > best + 16:
+                best, source = _common_prefix(other.ids, ids), other
+        for other in self._running():
+            ahead = other.job
+            if (other is not slot and ahead is not None and ahead.placed
+                    and not ahead.decoding
+                    and _common_prefix(ahead.ids, ids) > max(best, len(other.ids)) + SHARE_MIN):
+                return  # placed at a later step, once `other` holds the head
+        if slot.key != key:
+            self._save(slot)
         mem = lc.llama_get_memory(self.ctx)
         if source is not None:
+            if isinstance(source, _Slot):
+                data, size = self._state(source)
+                source_ids = list(source.ids)
+            else:
+                data, size, source_ids = source.data, source.size, list(source.ids)
             lc.llama_memory_seq_rm(mem, slot.seq, -1, -1)
-            if int(lc.llama_state_seq_set_data(self.ctx, source.data, source.size,
-                                               slot.seq)) == 0:
+            if int(lc.llama_state_seq_set_data(self.ctx, data, size, slot.seq)) == 0:
                 lc.llama_memory_seq_rm(mem, slot.seq, -1, -1)
                 slot.ids, best = [], 0
             else:
-                slot.ids = list(source.ids)
+                slot.ids = source_ids
         keep = max(0, min(best, len(ids) - 1))  # the last token is evaluated for logits
         if keep < len(slot.ids):
             lc.llama_memory_seq_rm(mem, slot.seq, keep, -1)
             del slot.ids[keep:]
         slot.key, slot.dirty = key, True
-        job.hit, job.pending = keep, ids[keep:]
+        job.placed, job.hit, job.pending = True, keep, ids[keep:]
         job.regex = self._regex(job.req) or ""  # its guide is built at the first token
         job.rng = self.np.random.default_rng(job.req.seed if job.req.seed is not None else 0)
         self.stats.requests += 1
 
+    def _state(self, slot: _Slot) -> tuple[Any, int]:
+        """A copy of a slot's KV state (llama_state_seq_get_data)."""
+        lc = self.llama_cpp
+        size = int(lc.llama_state_seq_get_size(self.ctx, slot.seq))
+        data = (ctypes.c_uint8 * size)()
+        return data, int(lc.llama_state_seq_get_data(self.ctx, data, size, slot.seq))
+
     def _save(self, slot: _Slot) -> None:
         """Keep a slot's KV under its key before another seat's request takes
         the slot; the least recently used states go past the caps."""
-        lc = self.llama_cpp
         if not slot.dirty or not slot.key or not slot.ids:
             return
-        size = int(lc.llama_state_seq_get_size(self.ctx, slot.seq))
-        data = (ctypes.c_uint8 * size)()
-        n = int(lc.llama_state_seq_get_data(self.ctx, data, size, slot.seq))
+        data, n = self._state(slot)
         self._saved[slot.key] = _Saved(tuple(slot.ids), data, n)
         self._saved.move_to_end(slot.key)
         slot.dirty = False
@@ -479,34 +503,38 @@ class LlamaBackend(Backend):
             total -= old.size
 
     def _step(self) -> None:
-        """One llama_decode for every running request: one token for each that
-        is decoding, and a chunk of prompt for each that is prefilling (a small
-        one while others decode, so their tokens keep coming); then sample."""
+        """One llama_decode: either a token for every decoding request (one
+        row each), or a chunk of the oldest prefilling request's prompt. While
+        both kinds wait, they share the time half and half; a step never mixes
+        them (on a CPU a step of one decoding row beside 32 prompt tokens cost
+        about twice the two apart); then sample."""
         for slot in self._running():
             assert slot.job is not None
             why = _stopped(slot.job)
             if why is not None:
                 self._finish(slot, why)
-        running = self._running()
-        if not running:
-            return
-        threads = self._threads_now()
-        self.llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
+        running = [s for s in self._running() if s.job is not None and s.job.placed]
         decoding = [s for s in running if s.job is not None and s.job.decoding]
-        prefilling = [s for s in running if s.job is not None and not s.job.decoding]
-        room = self.n_batch - len(decoding)
-        chunk = PREFILL_BESIDE_DECODE if decoding else room
+        # in arrival order: the oldest first, so on an overloaded machine the
+        # first seats still finish rather than every seat missing its phase
+        prefilling = sorted((s for s in running if s.job is not None and not s.job.decoding),
+                            key=lambda s: s.job.started if s.job else 0.0)
+        if not decoding and not prefilling:
+            return
+        if not (decoding and prefilling):
+            self._shared = [0.0, 0.0]  # time shared since both kinds waited
+        prefill = bool(prefilling) and (not decoding or self._shared[1] < self._shared[0])
         fed: list[tuple[_Slot, list[int], bool]] = []  # slot, tokens, wants logits
-        for slot in decoding:
+        if prefill:
+            slot = prefilling[0]
             assert slot.job is not None
-            fed.append((slot, slot.job.pending, True))
-        for slot in prefilling:
-            assert slot.job is not None
-            take = min(len(slot.job.pending), chunk, room)
-            if take <= 0:
-                break
-            room -= take
+            take = min(len(slot.job.pending),
+                       PREFILL_BESIDE_DECODE if decoding else self.n_batch)
             fed.append((slot, slot.job.pending[:take], take == len(slot.job.pending)))
+        else:
+            for slot in decoding:
+                assert slot.job is not None
+                fed.append((slot, slot.job.pending, True))
         batch, n, rows = self._batch, 0, []
         for slot, tokens, wants in fed:
             for i, tok in enumerate(tokens):
@@ -518,6 +546,8 @@ class LlamaBackend(Backend):
                 n += 1
             rows.append(n - 1)
         batch.n_tokens = n
+        threads = self._threads_now()
+        self.llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
         started = time.perf_counter()
         rc = int(self.llama_cpp.llama_decode(self.ctx, batch))
         if rc != 0:
@@ -526,13 +556,17 @@ class LlamaBackend(Backend):
         stats = self.stats
         stats.batches += 1
         stats.largest_batch = max(stats.largest_batch, len(fed))
-        if decoding:  # a step adds one token to every decoding request
-            stats.decode_steps += 1
-            stats.decode_seconds += took
-        else:
+        if decoding and prefilling:
+            self._shared[int(prefill)] += took
+        if prefill:
             stats.prefill_seconds += took
-        if len(fed) > len(decoding):
             stats.prefill_passes += 1
+        else:  # a step adds one token to every decoding request
+            stats.decode_steps += 1
+        if decoding:
+            # the decoding requests waited through a prefill step too: their
+            # speed (what the loop sizes thoughts with) counts it
+            stats.decode_seconds += took
         for (slot, tokens, wants), row in zip(fed, rows, strict=True):
             job = slot.job
             assert job is not None
