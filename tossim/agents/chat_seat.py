@@ -20,12 +20,13 @@ The interrupt-and-resume tool loop of seed 003 over chat turns, in seed
 The tools, prompts, JSON parsing and fault vocabulary are the token-ID loop's
 (`tools.py`, `prompting.py`, `protocols/json.py`, `actions.py`); only the
 transport differs. The seat keeps the same public interface as `LLMSeat`
-(`decide`, `metrics_dict`, `turn_log`), so the server, matches and the arena
+(`decide`, `seat_metrics`, `turn_log`), so the server, matches and the arena
 seat it wherever a model seat goes.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -38,9 +39,10 @@ from tossim.agents.escape import escape_text
 from tossim.agents.grammar import turn_json_schema
 from tossim.agents.guard import reason_kind
 from tossim.agents.lines import guard_action, guard_observation
-from tossim.agents.llm_seat import AgentMetrics, play_phase
+from tossim.agents.llm_seat import play_phase
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
@@ -189,11 +191,9 @@ class ChatSeat(ModelSeat):
         self.last = result
         return result.command
 
-    def metrics_dict(self) -> dict[str, Any]:
-        out = self.metrics.to_dict()
-        out["entry"] = self.entry_name
-        out["constraint"] = self.backend.mode
-        return out
+    def seat_metrics(self) -> SeatMetrics:
+        return SeatMetrics(copy.deepcopy(self.metrics), entry=self.entry_name,
+                           constraint=self.backend.mode)
 
     # ---- one turn ----------------------------------------------------------------------
     async def _turn(self, turn_deadline: float | None = None) -> TurnResult:

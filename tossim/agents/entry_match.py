@@ -17,10 +17,11 @@ from typing import Any
 from tossim.agents.chat_seat import ChatSeat
 from tossim.agents.driver import Clock
 from tossim.agents.entry_seat import make_seat_for_entry
-from tossim.agents.llm_seat import AgentMetrics, LLMSeat
+from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import LoopConfig
 from tossim.agents.match import MatchResult, MatchSink, ProgressSink, play
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.seat import ModelSeat, Seat
 from tossim.agents.summarize import (
     SummaryStats,
@@ -45,7 +46,7 @@ def seat_metrics(result: MatchResult, seats: Mapping[int, Seat]) -> dict[str, An
         tally = result.tallies.get(slot)
         data = tally.to_dict() if tally is not None else {}
         if isinstance(seat, ModelSeat):
-            data["agent"] = seat.metrics_dict()
+            data["agent"] = seat.seat_metrics().to_dict()
         out[str(slot)] = data
     return out
 
@@ -112,8 +113,8 @@ class _Timed(ModelSeat):
     async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         return await self.seat.decide(obs, time.monotonic() + self.seconds(obs.phase))
 
-    def metrics_dict(self) -> dict[str, Any]:
-        return self.seat.metrics_dict()
+    def seat_metrics(self) -> SeatMetrics:
+        return self.seat.seat_metrics()
 
 
 async def play_entry_match(config: GameConfig, entry: ModelEntry, *,

@@ -528,7 +528,7 @@ class GameActor:
             data = m.to_dict()
             seat = self.ai.get(slot)
             if isinstance(seat, ModelSeat):
-                data["agent"] = seat.metrics_dict()
+                data["agent"] = seat.seat_metrics().to_dict()
             data["quality"] = quality.get(slot, {})
             seats[slot] = data
         await self.store.save_all_metrics(self.game_id, seats)
