@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import pytest
 
 from tossim.agents import loop as loop_module
-from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
+from tossim.agents.metrics import AgentMetrics
 from tossim.engine.commands import Chat, Vote
 from tossim.inference.base import Backend, GenerationRequest, GenerationResult
 

@@ -169,17 +169,17 @@ def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     assert cmds == [Vote(7, 5), Chat(7, "Player 5, who are you voting for today?")]
     assert seat.turn_log[0]["move"] is None
     assert seat.turn_log[1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
-    assert seat.metrics_dict()["moves"] == {"ask": 1}
+    assert seat.seat_metrics().to_dict()["moves"] == {"ask": 1}
     # its vote turn offered neither `wait` nor speech; the next turn offered `wait`
     vote_turn, side_turn = backend.requests[1].regex, backend.requests[-1].regex
     assert "<wait>" not in vote_turn and "<speak>" not in vote_turn
     assert "<wait>" in side_turn and "<vote>" not in side_turn
-    assert seat.metrics_dict()["offered"] == {"vote": 1}
-    assert seat.metrics_dict()["act_rate"] == {"vote": 1.0}
+    assert seat.seat_metrics().to_dict()["offered"] == {"vote": 1}
+    assert seat.seat_metrics().to_dict()["act_rate"] == {"vote": 1.0}
 
 
 def test_seat_metrics_count_claims_lies_and_accusations() -> None:
-    from tossim.agents.llm_seat import AgentMetrics
+    from tossim.agents.metrics import AgentMetrics
 
     metrics = AgentMetrics()
     for out in ("<speak>claim Sheriff</speak>", "<speak>claim Investigator</speak>",
@@ -357,7 +357,8 @@ def test_a_structured_seat_short_of_time_votes_and_keeps_quiet() -> None:
     deadline = time.monotonic() + SIDE_TURN_MIN_S / 2
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0), deadline))
     assert cmds == [Vote(7, 5)]
-    assert seat.metrics_dict()["turns"] == 1 and seat.metrics_dict()["misses"] == 0
+    metrics = seat.seat_metrics()
+    assert metrics.sums.turns == 1 and metrics.sums.misses == 0
 
 
 def test_a_structured_seat_says_something_every_day_before_its_will() -> None:
@@ -393,8 +394,8 @@ def test_an_ask_abandoned_at_its_deadline_still_offered_the_vote() -> None:
             await task
 
     asyncio.run(ask())
-    assert seat.metrics_dict()["offered"] == {"vote": 1}
-    assert seat.metrics_dict()["act_rate"] == {"vote": 0.0}
+    assert seat.seat_metrics().to_dict()["offered"] == {"vote": 1}
+    assert seat.seat_metrics().to_dict()["act_rate"] == {"vote": 0.0}
 
 
 def test_a_mafia_seat_has_no_move_that_turns_the_town_on_a_teammate() -> None:

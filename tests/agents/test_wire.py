@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tossim.agents.llm_seat import AgentMetrics
 from tossim.agents.match import play_match
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics
 from tossim.agents.prompting import build_messages
 from tossim.engine import GameConfig, View, Viewer, view
 from tossim.engine.legal import LegalAction

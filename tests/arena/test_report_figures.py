@@ -44,7 +44,7 @@ def _abstaining_seat(turns: int) -> ChatSeat:
 
 
 def test_a_chat_seat_counts_its_own_timeouts_and_has_no_price() -> None:
-    m = _abstaining_seat(3).metrics_dict()
+    m = _abstaining_seat(3).seat_metrics().to_dict()
     assert m["abstained"] == 3 and m["abstained_kinds"] == {"timeout": 3}
     assert m["cost_usd"] is None  # was 0.0
 
@@ -65,7 +65,8 @@ async def test_report_counts_timeouts_from_the_turn_records(tmp_path: Path) -> N
         assert stored["timeouts"] == 0
         for seq, record in enumerate(seat.turn_log, start=1):
             await store.add_turn(game.game_id, slot, seq, 1, "day1", record)
-        await store.save_metrics(game.game_id, slot, {**stored, "agent": seat.metrics_dict()})
+        agent = seat.seat_metrics().to_dict()
+        await store.save_metrics(game.game_id, slot, {**stored, "agent": agent})
         report = await arena_report(store, "t")
     finally:
         await store.close()

@@ -118,13 +118,13 @@ async def _play(url: str, model: str, *, seats: int = 3, days: int = 2, seed: in
 
 
 def _sum(match: Any, key: str) -> Any:
-    return sum(seat.metrics_dict()[key] for seat in match.seats.values())
+    return sum(seat.seat_metrics().to_dict()[key] for seat in match.seats.values())
 
 
 def _errors(match: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for seat in match.seats.values():
-        for k, n in seat.metrics_dict()["errors"].items():
+        for k, n in seat.seat_metrics().to_dict()["errors"].items():
             out[k] = out.get(k, 0) + n
     return out
 
@@ -145,13 +145,13 @@ async def test_good_provider_plays_legal_actions_with_tokens_and_cost() -> None:
     _game_went_on(match)
     seat = match.seats[1]
     assert seat.backend.mode == "json_schema"
-    m = seat.metrics_dict()
+    m = seat.seat_metrics().to_dict()
     assert m["requests"] >= m["turns"] > 0 and m["forced"] == 0 and m["errors"] == {}
     assert m["prompt_tokens"] > 0 and m["completion_tokens"] > 0 and m["cached_tokens"] > 0
     expected = (m["requested_tokens"] * 1.0 + m["completion_tokens"] * 2.0) / 1e6
     assert m["cost_usd"] == pytest.approx(expected, abs=1e-6)
     assert m["entry"] == "fake-good" and m["constraint"] == "json_schema"
-    acts = {a for s in match.seats.values() for a in s.metrics_dict()["actions"]}
+    acts = {a for s in match.seats.values() for a in s.seat_metrics().to_dict()["actions"]}
     assert acts - {"wait"}, acts  # the seats acted, not only waited
     # the day summaries are the chat model's own (plain text, no schema), not the fallback
     assert match.summary_stats.model >= 1 and match.summary_stats.fallback == 0
@@ -229,7 +229,7 @@ async def test_a_model_that_ignores_the_schema_waits_after_bounded_corrections()
 def _sum_actions(match: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for seat in match.seats.values():
-        for k, n in seat.metrics_dict()["actions"].items():
+        for k, n in seat.seat_metrics().to_dict()["actions"].items():
             out[k] = out.get(k, 0) + n
     return out
 
@@ -271,7 +271,7 @@ async def test_an_action_on_a_dead_player_is_a_fault_and_never_reaches_the_engin
     _game_went_on(match)
     faults: dict[str, int] = {}
     for seat in match.seats.values():
-        for k, n in seat.metrics_dict()["faults"].items():
+        for k, n in seat.seat_metrics().to_dict()["faults"].items():
             faults[k] = faults.get(k, 0) + n
     assert faults.get("premise", 0) + faults.get("expression", 0) >= 1, faults
     assert _sum(match, "forced") == 0

@@ -70,7 +70,7 @@ async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_url: str,
     result = match.result
     assert result.game.ended or result.game.day >= 2
     for slot, seat in match.seats.items():
-        m = seat.metrics_dict()
+        m = seat.seat_metrics().to_dict()
         assert result.faults[slot] == 0 and result.errors[slot] == 0, result.fault_reasons
         assert m["turns"] > 0 and m["errors"] == {} and m["abstained"] == 0
         assert m["constraint"] == ("json_schema" if constraint == "auto" else "tools")

@@ -2,7 +2,10 @@
 model seats of one catalogue entry) give the same omniscient event log
 played headless (`tossim play`'s `play_entry_match`), through the server at
 `fast` speed (a lobby of AI seats), and in an arena. All three play through
-the one match driver (docs/agents.md#the-match-driver).
+the one match driver (docs/agents.md#the-match-driver). A timed game (the
+server's `standard` speed, in real time) on a clock that moves only when
+nothing else can happen is deterministic too, and plays the same headless
+and through the server.
 
 The model seats run on a model-free backend that writes what each
 request's grammar allows, seeded by the request (tests/agents/grammar_backend.py),
@@ -10,16 +13,21 @@ so the seats go through the real tool loop, prompts and parsers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tossim.agents.driver import Clock, RealTime, Timer
 from tossim.agents.entry_match import play_entry_match
 from tossim.arena.entries import resolve_entries
 from tossim.arena.runner import open_arena, play_arena
-from tossim.engine import GameConfig
+from tossim.engine import Game, GameConfig
+from tossim.engine.modes import DURATIONS
 from tossim.inference import registry
 from tossim.inference.catalogue import cached_catalogue
 from tossim.server import service
@@ -93,3 +101,58 @@ async def test_headless_server_and_arena_play_the_same_game(
 
     assert _lines(served) == _lines(headless)
     assert _lines(in_arena) == _lines(headless)
+
+
+class SteppedTimer(Timer):
+    """Real time that moves only when nothing else can happen: every ask in
+    flight has answered and every answer was taken. Answers that came in
+    together are handed out in seat order (a backend batches at its own
+    pace), so a timed game is a function of its config and seats."""
+
+    def __init__(self) -> None:
+        self.t = time.time()
+        self.waiting: list[object] = []
+
+    def now(self) -> float:
+        return self.t
+
+    async def next(self, inbox: asyncio.Queue[object], until: float,
+                   busy: Collection[asyncio.Future[Any]]) -> object | None:
+        if busy:
+            await asyncio.wait(busy)
+        while not inbox.empty():
+            self.waiting.append(inbox.get_nowait())
+        if self.waiting:
+            self.waiting.sort(key=lambda item: getattr(item, "slot", 0))
+            return self.waiting.pop(0)
+        self.t = max(self.t, until)
+        return None
+
+
+async def test_a_timed_game_plays_the_same_headless_and_served(
+        server_factory: ServerFactory, walker: None) -> None:
+    scale = 0.5
+    server = await server_factory(time_scale=scale)
+    server.app.state.actors.timer = SteppedTimer()
+    model_slots = [2, 6]
+    seats = [{"slot": s, "kind": "ai", **({"model": ENTRY} if s in model_slots
+                                            else {"backend": "scripted"})}
+             for s in range(1, 8)]
+    game_id = await create_game(server.client, mode="classic", players=7, seed=5,
+                                speed="standard", seats=seats)
+    await wait_game(server.client, game_id, is_finished, timeout=300)
+    served = await server.store.events(game_id)
+    row = await server.store.get_game(game_id)
+    config = GameConfig.from_dict(row.config)
+
+    def phase_s(game: Game) -> float:  # the server's phase lengths
+        return DURATIONS[game.flags.durations][game.phase.value] * scale
+
+    entry = cached_catalogue(None).get(ENTRY)
+    clock = Clock(real_time=RealTime(phase_s=phase_s, timer=SteppedTimer()))
+    match = await play_entry_match(config, entry, model_seats=model_slots, clock=clock)
+    assert match.result.finished
+    assert sum(s.get("agent", {}).get("turns", 0)
+               for s in match.metrics()["seats"].values()) > 0  # the model seats played
+    headless = [e.to_dict() for e in match.result.game.events]
+    assert _lines(served) == _lines(headless)

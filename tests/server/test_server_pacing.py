@@ -6,11 +6,10 @@ up, if the majority still holds)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from tossim.engine import Command, GameConfig, View, Vote
+from tossim.engine import Command, View, Vote
 from tossim.server import runner
 from tossim.server.settings import Settings
 
@@ -63,20 +62,12 @@ async def test_human_votes_before_an_ai_majority_starts_a_trial(
 def test_ai_seats_are_asked_at_spread_seeded_moments() -> None:
     """In Voting a scripted seat is asked twice, at seeded moments inside the
     window, different for different seats; at night it is asked at once."""
-    from tossim.engine.rules import new_game
-    from tossim.engine.state import Phase
+    from tossim.agents.driver import ask_moments
 
-    class Actor:  # what _ask_times reads
-        config = GameConfig(players=7, seed=4)
-        models: set[int] = set()
-        game = new_game(config)
-
-    actor: Any = Actor()
-    actor.game.phase = Phase.VOTING
-    times = {slot: runner.GameActor._ask_times(actor, slot, 9) for slot in range(1, 8)}
+    times = {slot: ask_moments(4, 9, slot, "voting", model=False) for slot in range(1, 8)}
     assert all(len(t) == 2 and 0.1 <= t[0] <= t[1] <= 0.9 for t in times.values())
     assert len({t[0] for t in times.values()}) == 7
-    assert times == {slot: runner.GameActor._ask_times(actor, slot, 9) for slot in range(1, 8)}
-    actor.game.phase = Phase.NIGHT
-    assert runner.GameActor._ask_times(actor, 1, 10) == [0.0]
+    assert times == {slot: ask_moments(4, 9, slot, "voting", model=False)
+                     for slot in range(1, 8)}
+    assert ask_moments(4, 10, 1, "night", model=False) == [0.0]
     assert Settings().min_human_vote_s > 0

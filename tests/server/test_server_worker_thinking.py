@@ -21,7 +21,7 @@ import pytest
 from agents.fake_backend import ScriptedBackend  # tests/ is on sys.path under pytest
 from agents.support import day3_investigator
 
-from tossim.agents.llm_seat import AgentMetrics
+from tossim.agents.metrics import AgentMetrics
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine import Command, View
 from tossim.server import runner

@@ -20,12 +20,13 @@ The interrupt-and-resume tool loop of seed 003 over chat turns, in seed
 The tools, prompts, JSON parsing and fault vocabulary are the token-ID loop's
 (`tools.py`, `prompting.py`, `protocols/json.py`, `actions.py`); only the
 transport differs. The seat keeps the same public interface as `LLMSeat`
-(`decide`, `metrics_dict`, `turn_log`), so the server, matches and the arena
+(`decide`, `seat_metrics`, `turn_log`), so the server, matches and the arena
 seat it wherever a model seat goes.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -33,14 +34,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import TEXT_LIMITS, fault_observation, to_command
+from tossim.agents.actions import TEXT_LIMITS
 from tossim.agents.escape import escape_text
+from tossim.agents.final_check import Refused, check_final
 from tossim.agents.grammar import turn_json_schema
-from tossim.agents.guard import reason_kind
-from tossim.agents.lines import guard_action, guard_observation
-from tossim.agents.llm_seat import AgentMetrics, play_phase
+from tossim.agents.llm_seat import play_phase
 from tossim.agents.loop import TurnResult, TurnStats
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import Parsed, ProtocolError
@@ -49,7 +50,6 @@ from tossim.agents.seat import ModelSeat, StepHook
 from tossim.agents.tools import run_tool, tool_options
 from tossim.agents.turn_records import abstention
 from tossim.engine.commands import Command
-from tossim.engine.legal import IllegalCommand
 from tossim.engine.view import View
 from tossim.inference.chat_backend import ACT_TOOL, ChatBackend, ChatError, ChatRejected, act_tool
 from tossim.inference.seeds import derive_seed
@@ -189,11 +189,9 @@ class ChatSeat(ModelSeat):
         self.last = result
         return result.command
 
-    def metrics_dict(self) -> dict[str, Any]:
-        out = self.metrics.to_dict()
-        out["entry"] = self.entry_name
-        out["constraint"] = self.backend.mode
-        return out
+    def seat_metrics(self) -> SeatMetrics:
+        return SeatMetrics(copy.deepcopy(self.metrics), entry=self.entry_name,
+                           constraint=self.backend.mode)
 
     # ---- one turn ----------------------------------------------------------------------
     async def _turn(self, turn_deadline: float | None = None) -> TurnResult:
@@ -306,28 +304,18 @@ class ChatSeat(ModelSeat):
                       "observation": obs})
                 self._observe(messages, reply, obs)
                 continue
-            try:
-                cmd = to_command(memory.slot, parsed.name, parsed.args, memory.legal,
-                                 memory.names, memory.roster)
-            except IllegalCommand as exc:
-                stats.fault(exc.fault)
-                corrections += 1
-                text = fault_observation(exc, memory.names)
-                emit({"kind": "fault", "fault": exc.fault, "text": text})
-                self._observe(messages, reply, text)
-                continue
-            reason = guard_action(memory, parsed.name, parsed.args, prompt=prompt,
+            checked = check_final(memory, parsed.name, parsed.args, stats, prompt=prompt,
                                   summaries=self.summaries)
-            if reason is not None:  # resampled once, then the seat waits
-                kind = reason_kind(reason)
-                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
-                if sum(stats.degenerate.values()) > 1:
+            if isinstance(checked, Refused):
+                if checked.fault != "degenerate":
+                    corrections += 1
+                elif sum(stats.degenerate.values()) > 1:  # resampled once, then it waits
                     stats.silenced = True
                     return finish(None, "wait")
-                text = guard_observation(escape_text(reason))
-                emit({"kind": "fault", "fault": "degenerate", "text": text})
-                self._observe(messages, reply, text)
+                emit({"kind": "fault", "fault": checked.fault, "text": checked.text})
+                self._observe(messages, reply, checked.text)
                 continue
+            cmd = checked
             emit({"kind": "action", "name": parsed.name, "args": parsed.args,
                   "forced": False})
             return finish(cmd, parsed.name)

@@ -1,9 +1,18 @@
 """The one match driver: seats play a game, phase by phase, in every place a
 game is played by seats (the headless `play_match` and `tossim play`, model
-and catalogue-entry matches, the server's fast and paced games, hence the
+and catalogue-entry matches, the server's games at every speed, hence the
 arena). What differs between those places is outside the driver: where the
 applied commands go (sinks: hooks, day summaries, the server's store and
 bus) and how long a seat may take (`Clock`). See docs/agents.md#the-match-driver.
+
+A match is played in turns (headless, and the server's fast and paced
+games) or in real time (the server's standard and quick games: a `Clock`
+with `RealTime`). In real time a phase lasts its length on the clock's
+`Timer`, each seat is asked at seeded moments spread over it (`ask_moments`),
+asks run beside the game and their answers are applied as they come,
+commands from outside (people's) arrive in the match's `inbox` and go to the
+sinks, and an AI vote that would complete a majority while people still
+have their fair time to vote is held until then (docs/agents.md#real-time).
 
 Per phase the driver gives the seats `turns_in(phase)` turns
 (`tossim.agents.turns`). In each turn it asks the seats that can do
@@ -34,18 +43,37 @@ it could do in this phase):
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
+import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
+from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.scripted import ScriptedBot
 from tossim.agents.seat import ModelSeat, Seat, SyncSeat
 from tossim.agents.turns import turns_in
-from tossim.engine.commands import Command, MalformedCommand, PhaseTimeout, command_from_dict
+from tossim.engine.commands import (
+    Command,
+    MalformedCommand,
+    PhaseTimeout,
+    Vote,
+    command_from_dict,
+)
 from tossim.engine.events import Event
 from tossim.engine.legal import IllegalCommand, chat_channels, day_ability, night_ability
+from tossim.engine.phases import votes_needed, weight
 from tossim.engine.rules import apply
 from tossim.engine.state import Game, Phase, Player
 from tossim.engine.view import Viewer, view
@@ -177,6 +205,77 @@ class MatchSink:
     async def phase_over(self, game: Game, phase: Phase, day: int) -> None:
         """`phase` of `day` is over (the game is in its next phase, or ended)."""
 
+    async def released(self, game: Game) -> None:
+        """Held votes were cast (real time: people's time to vote is up)."""
+
+    async def received(self, game: Game, item: object) -> None:
+        """Something from outside the match arrived in its inbox (real time:
+        the server's seat commands); the sink applies it."""
+
+
+# Real time: when seats are asked, as fractions of the phase's length:
+# phase -> ((lo, hi) for other seats, (lo, hi) for model seats, how many
+# times another seat is asked). Phases not listed: at the start.
+SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
+    "day1": ((0.05, 0.6), (0.0, 0.3), 1),
+    "discussion": ((0.05, 0.6), (0.0, 0.3), 1),
+    "voting": ((0.1, 0.9), (0.05, 0.4), 2),
+    "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
+}
+
+
+def ask_moments(seed: int, seq: int, slot: int, phase: str, model: bool) -> list[float]:
+    """When (fractions of the phase) a seat is asked in real time: spread
+    over the phase, seeded by game, phase and seat, so votes and talk arrive
+    one by one as at a table and each seat's View holds the chat and votes
+    so far. Other seats are asked twice in Voting (they may join a wagon);
+    model seats once, early (they take time)."""
+    rng = random.Random(f"{seed}:{seq}:{slot}")
+    spread = SPREAD.get(phase)
+    if spread is None:
+        return [0.0]
+    lo, hi = spread[1] if model else spread[0]
+    return sorted(rng.uniform(lo, hi) for _ in range(1 if model else spread[2]))
+
+
+class Timer(ABC):
+    """The time of a real-time match (UNIX seconds: deadlines are shown to
+    people), and how the driver waits on it. `WallTimer` is the wall clock;
+    a test's timer may step through time only when nothing else can happen,
+    which makes a real-time game deterministic."""
+
+    @abstractmethod
+    def now(self) -> float: ...
+
+    @abstractmethod
+    async def next(self, inbox: asyncio.Queue[object], until: float,
+                   busy: Collection[asyncio.Future[Any]]) -> object | None:
+        """The inbox's next item if one comes before `until`, else None (at
+        `until`). `busy`: the asks in flight (each ends by posting its answer)."""
+
+
+class WallTimer(Timer):
+    def now(self) -> float:
+        return time.time()
+
+    async def next(self, inbox: asyncio.Queue[object], until: float,
+                   busy: Collection[asyncio.Future[Any]]) -> object | None:
+        try:
+            return await asyncio.wait_for(inbox.get(), max(0.0, until - time.time()))
+        except TimeoutError:
+            return None
+
+
+@dataclass(frozen=True)
+class RealTime:
+    """A match in real time: each phase lasts `phase_s(game)` seconds on
+    `timer`; `hold_s(game)`, when not None, is how long people have to vote
+    before an AI vote may complete a majority (docs/agents.md#real-time)."""
+
+    phase_s: Callable[[Game], float]
+    hold_s: Callable[[Game], float | None] = lambda _game: None
+    timer: Timer = field(default_factory=WallTimer)
+
 
 @dataclass(frozen=True)
 class Clock:
@@ -184,12 +283,24 @@ class Clock:
     default); the server's fast games give a model seat's turn `turn_s`
     seconds from when it is asked (its deadline; docs/agents.md#deadlines),
     abandon it `grace_s` after that, and abandon any seat after `model_s`
-    (model seats) or `bot_s` (the others)."""
+    (model seats) or `bot_s` (the others). With `real_time` phases last
+    their length on its timer, and a model seat's turn ends shortly before
+    its phase does (`loop.phase_turn_seconds`)."""
 
     turn_s: Callable[[str], float] | None = None  # phase -> a model seat's turn
     model_s: float | None = None
     bot_s: float | None = None
     grace_s: float = 1.0
+    real_time: RealTime | None = None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """An ask's answer, posted to the inbox in real time."""
+
+    slot: int
+    seq: int
+    commands: list[Command]
 
 
 class Match:
@@ -197,15 +308,20 @@ class Match:
     or one resumed by its owner; `seats` covers every slot the driver asks
     (`play` fills the rest with scripted bots). `apply` applies a command
     (default: the engine's `apply` on `game`); `skip(slot, phase_seq)` says a
-    seat already played this phase (a resumed game's model seat). `tallies`
-    and `seen` may be shared with the caller."""
+    seat already played this phase (a resumed game's model seat);
+    `origin(slot)` names a seat's commands in the log (default `ai:<slot>`).
+    `tallies` and `seen` may be shared with the caller, and `seats` may
+    change between asks (the server's stand-ins). In real time, `inbox`
+    takes what arrives from outside (`MatchSink.received`)."""
 
     def __init__(self, game: Game, seats: Mapping[int, Seat], sinks: Sequence[MatchSink] = (),
                  *, turns: Mapping[str, int] | None = None, clock: Clock | None = None,
                  apply: Applier | None = None,
                  skip: Callable[[int, int], bool] | None = None,
+                 origin: Callable[[int], str] | None = None,
                  tallies: dict[int, SeatTally] | None = None,
-                 seen: dict[int, int] | None = None) -> None:
+                 seen: dict[int, int] | None = None,
+                 inbox: asyncio.Queue[object] | None = None) -> None:
         self.game = game
         self.seats = seats
         self.sinks = list(sinks)
@@ -213,9 +329,16 @@ class Match:
         self.clock = clock or Clock()
         self._apply = apply or (lambda cmd, _origin: _engine_apply(game, cmd))
         self.skip = skip
+        self.origin = origin or (lambda slot: f"ai:{slot}")
         self.tallies = tallies if tallies is not None else {}
         self.seen = seen if seen is not None else {}
+        self.inbox: asyncio.Queue[object] = inbox if inbox is not None else asyncio.Queue()
         self.views = 0
+        # real time: the phase's end (the timer's time), and until when an
+        # AI vote that would complete a majority is held (one per seat)
+        self.deadline: float | None = None
+        self.hold_until: float | None = None
+        self.held: dict[int, Vote] = {}
         for slot in seats:
             self.tallies.setdefault(slot, SeatTally())
             self.seen.setdefault(slot, 0)
@@ -232,21 +355,127 @@ class Match:
     async def play_phase(self) -> None:
         game = self.game
         seq, phase, day = game.phase_seq, game.phase, game.day
-        for sink in self.sinks:
-            await sink.phase_started(game)
-        for _ in range(turns_in(phase.value, self.turns)):
-            await self._turn(seq)
-            if game.phase_seq != seq or game.ended:
-                break
-        if game.phase_seq == seq and not game.ended:
-            self._command(PhaseTimeout(seq), "timer")
+        real = self.clock.real_time
+        if real is not None:
+            await self._timed_phase(real)
+        else:
+            for sink in self.sinks:
+                await sink.phase_started(game)
+            for _ in range(turns_in(phase.value, self.turns)):
+                await self._turn(seq)
+                if game.phase_seq != seq or game.ended:
+                    break
+            if game.phase_seq == seq and not game.ended:
+                self._command(PhaseTimeout(seq), "timer")
         for sink in self.sinks:
             await sink.phase_over(game, phase, day)
 
+    def _asked(self, seq: int) -> list[int]:
+        return [slot for slot in seats_to_ask(self.game) if slot in self.seats
+                and not (self.skip is not None and self.skip(slot, seq))]
+
+    # ---- real time --------------------------------------------------------------------
+    async def _timed_phase(self, real: RealTime) -> None:
+        """One phase in real time: asks start at their moments and run beside
+        the game; their answers, and whatever arrives in the inbox, are
+        applied as they come, until the phase moves on or its time is up."""
+        game, timer = self.game, real.timer
+        seq = game.phase_seq
+        started = timer.now()
+        self.deadline = started + real.phase_s(game)
+        self.held = {}
+        self.hold_until = None
+        hold = real.hold_s(game)
+        if hold is not None:
+            self.hold_until = min(self.deadline, started + hold)
+        for sink in self.sinks:
+            await sink.phase_started(game)
+        length = self.deadline - started
+        moments = [(started + f * length, slot) for slot in self._asked(seq)
+                   for f in ask_moments(game.config.seed, seq, slot, game.phase.value,
+                                        isinstance(self.seats[slot], ModelSeat))]
+        heapq.heapify(moments)
+        asks: dict[int, asyncio.Task[None]] = {}
+        try:
+            while game.phase_seq == seq and not game.ended:
+                now = timer.now()
+                if self.held and self.hold_until is not None and now >= self.hold_until:
+                    await self._release_held()
+                    continue
+                while moments and moments[0][0] <= now:
+                    _, slot = heapq.heappop(moments)
+                    # a seat asked again waits for its previous ask
+                    asks[slot] = asyncio.ensure_future(
+                        self._ask_timed(slot, seq, asks.get(slot)))
+                if self.deadline - now <= 0:
+                    self._command(PhaseTimeout(seq), "timer")
+                    break
+                until = self.deadline
+                if self.held and self.hold_until is not None:
+                    until = min(until, self.hold_until)
+                if moments:
+                    until = min(until, moments[0][0])
+                item = await timer.next(self.inbox, until,
+                                        [t for t in asks.values() if not t.done()])
+                if item is not None:
+                    await self._received(item, seq)
+        finally:
+            for task in asks.values():
+                task.cancel()
+
+    async def _ask_timed(self, slot: int, seq: int, previous: asyncio.Task[None] | None
+                         ) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        game = self.game
+        if game.phase_seq != seq or game.ended or slot not in self.seats:
+            return  # (a stand-in whose player came back is asked no more)
+        deadline = None
+        real = self.clock.real_time
+        if (isinstance(self.seats[slot], ModelSeat) and real is not None
+                and self.deadline is not None):
+            left = max(0.0, self.deadline - real.timer.now())
+            deadline = time.monotonic() + phase_turn_seconds(left)
+        cmds = await self._ask(slot, deadline)
+        self.inbox.put_nowait(_Answer(slot, seq, cmds))
+
+    async def _received(self, item: object, seq: int) -> None:
+        game = self.game
+        if isinstance(item, _Answer):
+            if item.seq == game.phase_seq and item.slot in self.seats:
+                self._answer(item.slot, item.commands)
+            for sink in self.sinks:
+                await sink.answered(game, item.slot)
+            return
+        for sink in self.sinks:
+            await sink.received(game, item)
+
+    def _must_hold(self, vote: Vote) -> bool:
+        """Would this AI vote complete a majority while people still have
+        their fair time to vote?"""
+        real = self.clock.real_time
+        if (real is None or self.hold_until is None or vote.target is None
+                or real.timer.now() >= self.hold_until):
+            return False
+        game = self.game
+        votes = dict(game.votes)
+        votes[vote.actor] = vote.target
+        count = sum(weight(game, v) for v, t in votes.items() if t == vote.target)
+        return count >= votes_needed(game)
+
+    async def _release_held(self) -> None:
+        """People's time is up: cast the held AI votes, in seat order (the
+        trial starts if the majority still holds)."""
+        self.hold_until = None
+        held, self.held = self.held, {}
+        for slot in sorted(held):
+            self._answer(slot, [held[slot]])
+        for sink in self.sinks:
+            await sink.released(self.game)
+
     async def _turn(self, seq: int) -> None:
         game = self.game
-        asked = [slot for slot in seats_to_ask(game) if slot in self.seats
-                 and not (self.skip is not None and self.skip(slot, seq))]
+        asked = self._asked(seq)
         thinking: dict[int, asyncio.Task[list[Command]]] = {}
         models = [slot for slot in asked if isinstance(self.seats[slot], ModelSeat)]
         if models:
@@ -270,10 +499,10 @@ class Match:
 
     def _ask(self, slot: int, deadline: float | None) -> Coroutine[Any, Any, list[Command]]:
         """Ask the seat now: its view is taken at once, its answer awaited later."""
-        obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
+        obs = view(self.game, Viewer.player(slot), since=self.seen.get(slot, 0))
         self.seen[slot] = obs.version
         self.views += 1
-        self.tallies[slot].decisions += 1
+        self.tallies.setdefault(slot, SeatTally()).decisions += 1
         return self._answer_of(slot, self.seats[slot].decide(obs, deadline), deadline)
 
     async def _answer_of(self, slot: int, asking: Awaitable[list[Command]],
@@ -301,10 +530,13 @@ class Match:
 
     def _answer(self, slot: int, cmds: Iterable[Command]) -> None:
         """Apply one seat's commands in order; a refused one is counted as a
-        fault and skipped; what is left when the phase changes is dropped."""
+        fault and skipped; what is left when the phase changes is dropped. A
+        vote that must wait for people's time to vote is held instead (the
+        seat's latest)."""
         game = self.game
-        tally = self.tallies[slot]
-        checked = not _scripted(self.seats[slot])
+        tally = self.tallies.setdefault(slot, SeatTally())
+        seat = self.seats.get(slot)
+        checked = seat is None or not _scripted(seat)
         seq = game.phase_seq
         for cmd in cmds:
             if game.phase_seq != seq or game.ended:
@@ -313,7 +545,12 @@ class Match:
             if problem is not None:
                 tally.fault("intention", problem)
                 continue
-            if self._command(cmd, f"ai:{slot}", tally) is not None:
+            if isinstance(cmd, Vote):
+                if self._must_hold(cmd):
+                    self.held[slot] = cmd
+                    continue
+                self.held.pop(slot, None)
+            if self._command(cmd, self.origin(slot), tally) is not None:
                 tally.commands += 1
 
     def _command(self, cmd: Command, origin: str,

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.agents.chat_seat import ChatSeat
+from tossim.agents.driver import Clock
 from tossim.agents.entry_seat import make_seat_for_entry
-from tossim.agents.llm_seat import AgentMetrics, LLMSeat
+from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import LoopConfig
 from tossim.agents.match import MatchResult, MatchSink, ProgressSink, play
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.seat import ModelSeat, Seat
 from tossim.agents.summarize import (
     SummaryStats,
@@ -44,7 +46,7 @@ def seat_metrics(result: MatchResult, seats: Mapping[int, Seat]) -> dict[str, An
         tally = result.tallies.get(slot)
         data = tally.to_dict() if tally is not None else {}
         if isinstance(seat, ModelSeat):
-            data["agent"] = seat.metrics_dict()
+            data["agent"] = seat.seat_metrics().to_dict()
         out[str(slot)] = data
     return out
 
@@ -111,8 +113,8 @@ class _Timed(ModelSeat):
     async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         return await self.seat.decide(obs, time.monotonic() + self.seconds(obs.phase))
 
-    def metrics_dict(self) -> dict[str, Any]:
-        return self.seat.metrics_dict()
+    def seat_metrics(self) -> SeatMetrics:
+        return self.seat.seat_metrics()
 
 
 async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
@@ -126,7 +128,8 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
                            sinks: Iterable[MatchSink] = (),
                            on_phase: Callable[[int, str], None] | None = None,
                            until: Callable[[Game], bool] | None = None,
-                           turn_seconds: Callable[[str], float] | None = None) -> EntryMatch:
+                           turn_seconds: Callable[[str], float] | None = None,
+                           clock: Clock | None = None) -> EntryMatch:
     """Play one game: `model_seats` (default all) play `entry`, the rest are
     scripted. `backend` (with `loop_config`) plays the entry's model seats on
     that backend instead of the process's shared one (a backend made by the
@@ -134,7 +137,9 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
     (the token loop's or the chat API's) unless `summaries_by_model` is
     off, and extractively when it fails (`summary_stats`). With
     `turn_seconds` (phase -> seconds) every model turn has a deadline that
-    long after it is asked. `until(game)` stops early."""
+    long after it is asked. `until(game)` stops early. `clock`: the match's
+    (default: no time limits, in turns; with `RealTime`, as the server's
+    timed games)."""
     slots = list(model_seats) if model_seats is not None else range(1, config.players + 1)
     book: dict[int, str] = {}
     seats = {s: make_seat_for_entry(entry, s, config.seed, game_id=f"match{config.seed}",
@@ -165,5 +170,6 @@ async def play_entry_match(config: GameConfig, entry: ModelEntry, *,
     extra = [*sinks, *([ProgressSink(on_phase)] if on_phase is not None else [])]
     started = time.perf_counter()
     result = await play(config, table, extra, max_days=max_days, turns=turns, summaries=book,
-                        summarize=summarize if summaries_by_model else None, until=until)
+                        summarize=summarize if summaries_by_model else None, until=until,
+                        clock=clock)
     return EntryMatch(entry, result, dict(seats), time.perf_counter() - started, stats)

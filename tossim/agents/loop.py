@@ -50,8 +50,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tossim.agents.actions import fault_observation, final_tags, may_wait, to_command
+from tossim.agents.actions import final_tags, may_wait
 from tossim.agents.escape import escape_text
+from tossim.agents.final_check import Refused, check_final, refuse_illegal
 from tossim.agents.grammar import (
     Choice,
     Part,
@@ -65,8 +66,6 @@ from tossim.agents.grammar import (
     turn_regex,
     walk,
 )
-from tossim.agents.guard import reason_kind
-from tossim.agents.lines import guard_action, guard_observation
 from tossim.agents.memory import SeatMemory
 from tossim.agents.moves import (
     SPEECH_MODES,
@@ -347,40 +346,38 @@ class ToolLoop:
             if parsed is None:  # malformed: already answered with a fault observation
                 retries += 1
                 continue
+            t.move = None
+            checked: Command | None | Refused
             try:
-                t.move = None
                 if t.structured and parsed.name in SPEECH_TAGS:
                     parsed, t.move = speak_move(memory, parsed, derive_seed(seed, 0))
-                cmd = to_command(memory.slot, parsed.name, parsed.args, memory.legal,
-                                 memory.names, memory.roster)
             except IllegalCommand as exc:
-                stats.fault(exc.fault)
-                retries += 1
-                text = fault_observation(exc, memory.names)
+                checked = refuse_illegal(exc, memory, stats)
+            else:
+                # a speech move is built from the game's own facts and rendered
+                # by us: only text the model wrote itself goes through the guard
+                checked = check_final(memory, parsed.name, parsed.args, stats,
+                                      prompt=prompt_text(messages), summaries=summaries,
+                                      guard=t.move is None)
+            if isinstance(checked, Refused):
+                text = checked.text
+                if checked.fault == "degenerate":
+                    # a degenerate text is resampled once (the action again,
+                    # after what is left of the thought); refused again, the
+                    # seat says a structured move instead (one it can say
+                    # now), else waits
+                    guarded += 1
+                    if guarded > 1 and self._move_fallback(t):
+                        text += " Say it as one of these moves instead:\n" + "\n".join(
+                            line for tag in ("speak", "will", "death_note")
+                            if tag in final_tags(memory.legal)
+                            for line in moves_action_lines(memory, tag, cfg.protocol))
+                else:
+                    retries += 1
                 self._observe(t, text)
-                t.step("fault", fault=exc.fault, text=text)
+                t.step("fault", fault=checked.fault, text=text)
                 continue
-            # a speech move is built from the game's own facts and rendered by
-            # us: only text the model wrote itself goes through the guard
-            reason = None if t.move is not None else guard_action(
-                memory, parsed.name, parsed.args, prompt=prompt_text(messages),
-                summaries=summaries)
-            if reason is not None:
-                # a degenerate text is resampled once (the action again, after
-                # what is left of the thought); refused again, the seat says a
-                # structured move instead (one it can say now), else waits
-                guarded += 1
-                kind = reason_kind(reason)
-                stats.degenerate[kind] = stats.degenerate.get(kind, 0) + 1
-                text = guard_observation(escape_text(reason))
-                if guarded > 1 and self._move_fallback(t):
-                    text += " Say it as one of these moves instead:\n" + "\n".join(
-                        line for tag in ("speak", "will", "death_note")
-                        if tag in final_tags(memory.legal)
-                        for line in moves_action_lines(memory, tag, cfg.protocol))
-                self._observe(t, text)
-                t.step("fault", fault="degenerate", text=text)
-                continue
+            cmd = checked
             stats.moved = t.structured and cfg.speech != "moves" and t.move is not None
             return self._done(t, cmd, parsed.name, started, messages)
 

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from tossim.agents.driver import (
+    Clock,
     Match,
     MatchResult,
     MatchSink,
@@ -101,17 +102,20 @@ async def play(config: GameConfig, seats: Mapping[int, Seat] | None = None,
                turns: Mapping[str, int] | None = None,
                summaries: dict[int, str] | None = None,
                summarize: Summarizer | None = None,
-               until: Callable[[Game], bool] | None = None) -> MatchResult:
+               until: Callable[[Game], bool] | None = None,
+               clock: Clock | None = None) -> MatchResult:
     """Play one game to the end (or past `max_days`). Seats not given are
     scripted bots. `summaries` (day -> text) is filled in as days end; pass
     the same dict to the model seats so they see it. `until(game)` stops the
-    match early (checked before each phase)."""
+    match early (checked before each phase). `clock`: time limits, or real
+    time (default: none, in turns)."""
     game = new_game(config)
     given = seats or {}
     table: dict[int, Seat] = {s: given.get(s) or ScriptedSeat(s, config.seed)
                               for s in range(1, config.players + 1)}
     book = summaries if summaries is not None else {}
-    match = Match(game, table, [*sinks, SummarySink(book, summarize)], turns=turns)
+    match = Match(game, table, [*sinks, SummarySink(book, summarize)], turns=turns,
+                  clock=clock)
     await match.play(max_days, until)
     return match.result(book)
 

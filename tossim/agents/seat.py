@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from tossim.agents.metrics import SeatMetrics
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine.commands import Command
 from tossim.engine.view import View
@@ -70,8 +71,9 @@ class ModelSeat(SeatTelemetry, ABC):
     in seat order, each with a turn deadline; their metrics are stored."""
 
     @abstractmethod
-    def metrics_dict(self) -> dict[str, Any]:
-        """The seat's metrics so far, as stored (docs/agents.md, metrics)."""
+    def seat_metrics(self) -> SeatMetrics:
+        """The seat's metrics so far (`to_dict()`: as stored; docs/agents.md,
+        "Metrics")."""
 
 
 class SyncSeat:

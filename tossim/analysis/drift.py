@@ -395,7 +395,7 @@ def model_player(backend: Any, protocol: str = "xml") -> DriftPlayer:
             seat.memory.update(obs)
             seat.memory.end_turn()
         cmds = await seat.decide(views[-1])
-        return cmds, int(seat.metrics_dict()["tool_calls"])
+        return cmds, seat.metrics.tool_calls
 
     return play
 

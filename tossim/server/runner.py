@@ -5,10 +5,14 @@ the bus, its own phase timers), applies them to the engine, stores them with
 their events and only then publishes them. Speeds:
 
 - standard: real phase lengths (rules reference A1, scaled by `time_scale`);
-  AI seats are asked concurrently at the start of each phase, with a deadline.
+  AI seats are asked at moments spread over each phase, with a deadline.
 - quick: like standard with half-length phases (SPEED_SCALE), still playable.
 - fast: all-AI games advance as soon as every seat has answered.
 - paced: like fast, with a pause after each AI decision so people can watch.
+
+At every speed the one match driver plays the game (`agents.driver.Match`,
+in turns or, at the timed speeds, in real time on a clock); the actor is that
+match plus its sink (`_ActorSink`: store, bus, stand-ins, people's commands).
 
 Fast and paced games are deterministic (seats are asked in seat order, the
 scripted bots are seeded), so a restarted server re-simulates them from the
@@ -23,11 +27,10 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
 import socket
 import time
 import uuid
-from collections import deque
+from collections import ChainMap, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -36,12 +39,12 @@ from tossim.agents.driver import (
     Clock,
     Match,
     MatchSink,
+    RealTime,
     SeatTally,
-    seat_command_problem,
-    seats_to_ask,
+    Timer,
+    WallTimer,
 )
 from tossim.agents.entry_seat import make_seat_for_entry
-from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.resume import acted_in, restore_seat
 from tossim.agents.seat import ModelSeat, Seat, SeatTelemetry
 from tossim.agents.turn_records import TURN_KEYS
@@ -53,8 +56,6 @@ from tossim.engine import (
     IllegalCommand,
     MalformedCommand,
     PhaseTimeout,
-    Viewer,
-    Vote,
     apply,
     command_from_dict,
     new_game,
@@ -62,7 +63,6 @@ from tossim.engine import (
 )
 from tossim.engine.legal import legal_actions
 from tossim.engine.modes import DURATIONS
-from tossim.engine.phases import votes_needed, weight
 from tossim.engine.state import Phase
 from tossim.engine.view import PUBLIC_VIEWER
 from tossim.inference.catalogue import ModelEntry, backend_entry, cached_catalogue
@@ -77,7 +77,7 @@ from tossim.server.bus import (
 )
 from tossim.server.day_summaries import DaySummaries, writes_summaries
 from tossim.server.settings import Settings
-from tossim.server.standins import StandIns, describe
+from tossim.server.standins import StandIns, StandInSeat, describe
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import ConflictError, Store
 
@@ -86,20 +86,6 @@ log = logging.getLogger(__name__)
 SPEEDS = ("standard", "fast", "paced")
 AI_BACKENDS = ("scripted", *MODEL_BACKENDS)
 
-
-# Standard games: when AI seats are asked, as fractions of the phase's length:
-# phase -> ((lo, hi) for scripted seats, (lo, hi) for model seats, how many
-# times a scripted seat is asked). Phases not listed: at the start.
-SPREAD: dict[str, tuple[tuple[float, float], tuple[float, float], int]] = {
-    "day1": ((0.05, 0.6), (0.0, 0.3), 1),
-    "discussion": ((0.05, 0.6), (0.0, 0.3), 1),
-    "voting": ((0.1, 0.9), (0.05, 0.4), 2),
-    "judgement": ((0.1, 0.7), (0.0, 0.2), 1),
-}
-
-
-# What a stand-in never does for an absent player (tossim.server.standins)
-STANDIN_KEEPS_OFF = ("will", "death_note")
 
 # A model seat is abandoned this long after its turn deadline
 # (docs/agents.md#deadlines; the deadline itself: loop.phase_turn_seconds).
@@ -158,7 +144,7 @@ class GameActor:
     def __init__(self, game_id: str, config: GameConfig, lobby: dict[str, Any],
                  store: Store, bus: Bus, settings: Settings,
                  stored: list[tuple[int, str, dict[str, Any]]] | None = None,
-                 workers: WorkerHub | None = None) -> None:
+                 workers: WorkerHub | None = None, timer: Timer | None = None) -> None:
         self.game_id = game_id
         self.config = config
         self.store, self.bus, self.settings = store, bus, settings
@@ -183,8 +169,8 @@ class GameActor:
         self.pending: deque[tuple[int, str, dict[str, Any]]] = deque()
         self.buffer_commands: list[tuple[int, str, dict[str, Any]]] = []
         self.buffer_events: list[Event] = []
-        self.deadline: float | None = None
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # the match's inbox: seat commands from the bus (timed games)
+        self.queue: asyncio.Queue[object] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
         self._sub_task: asyncio.Task[None] | None = None
@@ -198,17 +184,41 @@ class GameActor:
         # records; for any AI seat, its commands in the log): not asked again
         self.acted: dict[int, set[int]] = {}
         self._thinking: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        # standard games with a living human: until `hold_until` an AI vote
-        # that would complete a majority is held (one per seat, the latest)
         self.humans = frozenset(range(1, config.players + 1)) - frozenset(self.ai)
-        self.hold_until: float | None = None
-        self.held: dict[int, Vote] = {}
         self._think_task: asyncio.Task[None] | None = None
         # human seats away for a whole phase are played by scripted stand-ins
         # (tossim.server.standins); a resumed game trusts its first phase
         self.standins = StandIns(self.humans, trusted=bool(stored))
         self._had_action: frozenset[int] = frozenset()
         self.standin_seats: dict[int, Seat] = {}
+        self.match = Match(
+            self.game, ChainMap(self.ai, self.standin_seats), [_ActorSink(self)],
+            clock=self._clock(timer or WallTimer()), apply=self._apply,
+            skip=lambda slot, seq: seq in self.acted.get(slot, ()),
+            origin=lambda slot: (f"standin:{slot}" if slot in self.standin_seats
+                                 else f"ai:{slot}"),
+            tallies=self.metrics, seen=self.seen, inbox=self.queue)
+
+    def _clock(self, timer: Timer) -> Clock:
+        """Fast and paced games: a model seat's turn has `model_turn_s`.
+        Timed games: phases last their length on `timer`, and in Voting, while
+        a person lives, AI votes that would complete a majority wait for
+        `min_human_vote_s` (docs/agents.md#real-time)."""
+        s = self.settings
+        real = None if self.flat_out else RealTime(
+            phase_s=lambda _game: self._duration(), hold_s=self._hold_seconds, timer=timer)
+        return Clock(turn_s=lambda _phase: s.model_turn_s, model_s=s.model_deadline,
+                     bot_s=s.ai_deadline, grace_s=TURN_GRACE_S, real_time=real)
+
+    def _hold_seconds(self, game: Game) -> float | None:
+        if game.phase is Phase.VOTING and any(game.player(h).alive for h in self.humans):
+            return self.settings.min_human_vote_s * self.settings.time_scale
+        return None
+
+    @property
+    def deadline(self) -> float | None:
+        """When the current phase ends (timed games; shown to people)."""
+        return self.match.deadline
 
     @property
     def deterministic(self) -> bool:
@@ -287,7 +297,7 @@ class GameActor:
 
     def _end_standin(self, slot: int) -> None:
         self.standin_seats.pop(slot, None)
-        self.held.pop(slot, None)  # a held vote was the stand-in's, not the player's
+        self.match.held.pop(slot, None)  # a held vote was the stand-in's, not the player's
 
     async def _phase_over(self) -> None:
         """At each new phase of a timed game: seats nobody had open during
@@ -302,9 +312,9 @@ class GameActor:
         for slot in new:
             log.info("game %s: seat %d was away for a whole phase; a stand-in plays it",
                      self.game_id, slot)
-            self.standin_seats[slot] = make_ai_seat(
+            self.standin_seats[slot] = StandInSeat(make_ai_seat(
                 {"kind": "ai", "backend": "scripted"}, slot, self.config.seed,
-                game_id=self.game_id, summaries=self.summaries, settings=self.settings)
+                game_id=self.game_id, summaries=self.summaries, settings=self.settings))
             self.seen[slot] = 0
             self.metrics.setdefault(slot, SeatTally())
         if new:
@@ -313,10 +323,6 @@ class GameActor:
     async def _publish_standins(self) -> None:
         await self.bus.publish(game_channel(self.game_id), self.standins.message())
 
-    def _plays(self, slot: int) -> bool:
-        """Whether the server asks this seat: an AI seat, or a stand-in's."""
-        return slot in self.ai or slot in self.standin_seats
-
     async def _publish_deadline(self) -> None:
         await self.bus.publish(game_channel(self.game_id), {
             "type": "deadline", "deadline": self.deadline, "phase_seq": self.game.phase_seq,
@@ -324,10 +330,7 @@ class GameActor:
 
     async def _main(self) -> None:
         try:
-            if self.flat_out:
-                await self._run_fast()
-            else:
-                await self._run_realtime()
+            await self.match.play()
             if self.game.ended:
                 # the last day's model summary (within its deadline), then
                 # metrics: a game marked finished has everything stored
@@ -476,195 +479,11 @@ class GameActor:
                 log.warning("game %s: seat %d's turn was not stored", self.game_id, slot,
                             exc_info=True)
 
-    # ---- AI seats -----------------------------------------------------------------------
-    def _turn_deadline(self) -> float:
-        """A model seat's turn deadline (time.monotonic()) asked now: in a
-        timed phase shortly before the phase ends, else the pace's per-turn
-        budget (`model_turn_s`; docs/agents.md#deadlines)."""
-        now = time.monotonic()
-        if self.deadline is None or self.flat_out:
-            return now + self.settings.model_turn_s
-        return now + phase_turn_seconds(max(0.0, self.deadline - time.time()))
-
-    async def _decide(self, slot: int, turn_deadline: float | None = None) -> list[Command]:
-        obs = view(self.game, Viewer.player(slot), since=self.seen[slot])
-        self.seen[slot] = obs.version
-        m = self.metrics[slot]
-        m.decisions += 1
-        started = time.perf_counter()
-        deadline = (self.settings.model_deadline if slot in self.models
-                    else self.settings.ai_deadline)
-        seat = self.ai[slot] if slot in self.ai else self.standin_seats[slot]
-        if slot in self.models:  # it acts before its turn deadline, or is abandoned
-            turn_deadline = turn_deadline or self._turn_deadline()
-            deadline = min(deadline, turn_deadline - time.monotonic() + TURN_GRACE_S)
-            asking = seat.decide(obs, turn_deadline)
-        else:
-            asking = seat.decide(obs)
-        try:
-            cmds = await asyncio.wait_for(asking, max(0.0, deadline))
-            await self._store_turns(slot)
-            return cmds
-        except TimeoutError:
-            m.timeouts += 1
-            log.warning("game %s: AI seat %d did not answer in time; it abstains",
-                        self.game_id, slot)
-        except Exception:
-            m.errors += 1
-            log.exception("game %s: AI seat %d failed; it abstains", self.game_id, slot)
-        finally:
-            m.seconds += time.perf_counter() - started
-        return []
-
-    def _apply_seat_commands(self, slot: int, cmds: list[Command]) -> None:
-        m = self.metrics[slot]
-        seq = self.game.phase_seq
-        for cmd in cmds:
-            if self.game.ended or self.game.phase_seq != seq:
-                return  # what is left was meant for the phase that just ended
-            problem = seat_command_problem(slot, cmd, checked=True)
-            if problem is None and isinstance(cmd, Vote):
-                if self._must_hold(cmd):
-                    self.held[slot] = cmd
-                    continue
-                self.held.pop(slot, None)
-            standin = slot in self.standin_seats
-            if standin and cmd.to_dict().get("type") in STANDIN_KEEPS_OFF:
-                continue  # the will and death note are the player's own words
-            try:
-                if problem is not None:
-                    raise IllegalCommand(problem, "intention")
-                self._apply(cmd, f"standin:{slot}" if standin else f"ai:{slot}")
-                m.commands += 1
-                if standin:
-                    names = {p.slot: p.name for p in self.game.players}
-                    self.standins.did(slot, describe(cmd.to_dict(), names))
-            except IllegalCommand as exc:
-                m.fault(exc.fault, exc.reason)
-
-    async def _run_fast(self) -> None:
-        """Fast and paced games: the one match driver plays the game
-        (docs/agents.md#the-match-driver), applying through `_apply` (the
-        log check of a resumed game) and storing and publishing each
-        seat's answer as it is applied (`_ActorSink`)."""
-        settings = self.settings
-        match = Match(
-            self.game, self.ai, [_ActorSink(self)],
-            clock=Clock(turn_s=lambda _phase: settings.model_turn_s,
-                        model_s=settings.model_deadline, bot_s=settings.ai_deadline,
-                        grace_s=TURN_GRACE_S),
-            apply=self._apply, skip=lambda slot, seq: seq in self.acted.get(slot, ()),
-            tallies=self.metrics, seen=self.seen)
-        await match.play()
-
     # ---- real time ----------------------------------------------------------------------
     def _duration(self) -> float:
         table = DURATIONS[self.game.flags.durations]
         return (table[self.game.phase.value] * self.settings.time_scale
                 * SPEED_SCALE.get(self.speed, 1.0))
-
-    def _ask_times(self, slot: int, seq: int) -> list[float]:
-        """When (fractions of the phase) an AI seat is asked in a standard
-        game: spread over the phase, seeded by game, phase and seat, so votes
-        and talk arrive one by one as at a table and each seat's View holds
-        the chat and votes so far. Scripted seats are asked twice in Voting
-        (they may join a wagon); model seats once, early (they take time)."""
-        rng = random.Random(f"{self.config.seed}:{seq}:{slot}")
-        model = slot in self.models
-        spread = SPREAD.get(self.game.phase.value)
-        if spread is None:
-            return [0.0]
-        lo, hi = spread[1] if model else spread[0]
-        times = sorted(rng.uniform(lo, hi) for _ in range(1 if model else spread[2]))
-        return times
-
-    def _must_hold(self, vote: Vote) -> bool:
-        """Would this AI vote complete a majority while humans still have their
-        fair time to vote (standard games with a living human seat)?"""
-        if self.hold_until is None or time.time() >= self.hold_until or vote.target is None:
-            return False
-        game = self.game
-        votes = dict(game.votes)
-        votes[vote.actor] = vote.target
-        count = sum(weight(game, v) for v, t in votes.items() if t == vote.target)
-        return count >= votes_needed(game)
-
-    async def _release_held(self) -> None:
-        """The humans' time is up: cast the held AI votes, in seat order (the
-        trial starts if the majority still holds)."""
-        self.hold_until = None
-        held, self.held = self.held, {}
-        for slot in sorted(held):
-            self._apply_seat_commands(slot, [held[slot]])
-        await self._flush()
-
-    async def _run_realtime(self) -> None:
-        game = self.game
-        first = True
-        while not game.ended:
-            if not first:
-                await self._phase_over()
-            first = False
-            seq = game.phase_seq
-            started = time.time()
-            self.deadline = started + self._duration()
-            self.held = {}
-            self.hold_until = None
-            if game.phase is Phase.VOTING and any(game.player(h).alive for h in self.humans):
-                self.hold_until = min(self.deadline, started + self.settings.min_human_vote_s
-                                      * self.settings.time_scale)
-            await self.bus.publish(game_channel(self.game_id), {
-                "type": "commands", "first_seq": len(game.commands) + 1, "commands": [],
-                "version": game.version, "deadline": self.deadline, "phase_seq": seq,
-                "t": time.time()})
-            length = self.deadline - started
-            asks = [asyncio.create_task(self._ask_later(slot, seq, [started + f * length
-                                                                    for f in
-                                                                    self._ask_times(slot, seq)]))
-                    for slot in seats_to_ask(game)
-                    if self._plays(slot) and seq not in self.acted.get(slot, ())]
-            try:
-                while game.phase_seq == seq and not game.ended:
-                    now = time.time()
-                    if self.held and self.hold_until is not None and now >= self.hold_until:
-                        await self._release_held()
-                        continue
-                    left = self.deadline - now
-                    if left <= 0:
-                        self._apply(PhaseTimeout(seq), "timer")
-                        await self._flush()
-                        break
-                    if self.held and self.hold_until is not None:
-                        left = min(left, max(0.0, self.hold_until - now))
-                    try:
-                        item = await asyncio.wait_for(self.queue.get(), left)
-                    except TimeoutError:
-                        continue
-                    await self._handle(item, seq)
-            finally:
-                for task in asks:
-                    task.cancel()
-
-    async def _ask_later(self, slot: int, seq: int, at: list[float]) -> None:
-        """Ask the seat at each of the given moments (UNIX times) of the phase."""
-        for when in at:
-            wait = when - time.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if self.game.phase_seq != seq or self.game.ended or not self._plays(slot):
-                return  # (a stand-in whose player came back asks no more)
-            cmds = await self._decide(slot)
-            await self.queue.put({"type": "ai", "slot": slot, "commands": cmds,
-                                  "phase_seq": seq})
-
-    async def _handle(self, item: dict[str, Any], seq: int) -> None:
-        if item.get("type") == "ai":
-            if item["phase_seq"] == self.game.phase_seq and self._plays(item["slot"]):
-                self._apply_seat_commands(item["slot"], item["commands"])
-                await self._flush()
-            return
-        if item.get("type") == "seat":
-            await self._seat_command(item)
 
     async def _seat_command(self, item: dict[str, Any]) -> None:
         """A human seat's command, forwarded by a websocket (maybe from another
@@ -709,7 +528,7 @@ class GameActor:
             data = m.to_dict()
             seat = self.ai.get(slot)
             if isinstance(seat, ModelSeat):
-                data["agent"] = seat.metrics_dict()
+                data["agent"] = seat.seat_metrics().to_dict()
             data["quality"] = quality.get(slot, {})
             seats[slot] = data
         await self.store.save_all_metrics(self.game_id, seats)
@@ -749,13 +568,30 @@ class GameActor:
 
 
 class _ActorSink(MatchSink):
-    """The actor's side of the match driver in fast and paced games: each
-    seat's answer is stored (its turns too) and published as it is applied;
-    a paced game pauses after each one so people can watch."""
+    """The actor's side of the match driver: each seat's answer is stored
+    (its turns too) and published as it is applied; a paced game pauses
+    after each one so people can watch. In timed games each phase's
+    deadline is published as it starts, a stand-in's commands are noted for
+    its player, absent players get stand-ins as phases end, and people's
+    commands from the match's inbox are applied."""
 
     def __init__(self, actor: GameActor) -> None:
         self.actor = actor
         self.pace = actor.settings.pace if actor.speed == "paced" else 0.0
+
+    async def phase_started(self, game: Game) -> None:
+        if self.actor.flat_out:
+            return
+        await self.actor.bus.publish(game_channel(self.actor.game_id), {
+            "type": "commands", "first_seq": len(game.commands) + 1, "commands": [],
+            "version": game.version, "deadline": self.actor.deadline,
+            "phase_seq": game.phase_seq, "t": time.time()})
+
+    def after(self, game: Game, cmd: Command, events: list[Event] | None) -> None:
+        slot = getattr(cmd, "actor", None)
+        if events is not None and slot in self.actor.standin_seats:
+            names = {p.slot: p.name for p in game.players}
+            self.actor.standins.did(slot, describe(cmd.to_dict(), names))
 
     async def answered(self, game: Game, slot: int) -> None:
         await self.actor._store_turns(slot)
@@ -763,8 +599,17 @@ class _ActorSink(MatchSink):
         if self.pace and not self.actor.replaying:
             await asyncio.sleep(self.pace)
 
+    async def released(self, game: Game) -> None:
+        await self.actor._flush()
+
+    async def received(self, game: Game, item: object) -> None:
+        if isinstance(item, dict) and item.get("type") == "seat":
+            await self.actor._seat_command(item)
+
     async def phase_over(self, game: Game, phase: Phase, day: int) -> None:
         await self.actor._flush()
+        if not self.actor.flat_out and not game.ended:
+            await self.actor._phase_over()
         await asyncio.sleep(0)  # let the rest of the server run
 
 
@@ -804,6 +649,7 @@ class ActorHub:
         self.store, self.bus, self.settings = store, bus, settings
         self.workers = workers
         self.owner = owner or process_name()
+        self.timer: Timer | None = None  # timed games' clock (None: the wall clock)
         self.lease_s = float(settings.lease_s)
         self.actors: dict[str, GameActor] = {}
         self.leased: set[str] = set()  # games whose lease this process holds
@@ -891,7 +737,7 @@ class ActorHub:
             for s in row.seats
         ]
         actor = GameActor(game_id, GameConfig.from_dict(row.config), lobby, self.store,
-                          self.bus, self.settings, stored, self.workers)
+                          self.bus, self.settings, stored, self.workers, self.timer)
         self.actors[game_id] = actor
         try:
             await actor.start()

@@ -21,6 +21,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tossim.agents.seat import Seat
+from tossim.engine.commands import Command
+from tossim.engine.view import View
+
 IDLE_PHASES = 2
 """Phases in a row with an action to take and no command at all (not a
 vote, not a line of chat) after which a connected player counts as away."""
@@ -33,6 +37,23 @@ class Absence:
 
     since: str
     did: list[str] = field(default_factory=list)
+
+
+# What a stand-in never does for an absent player: the will and death note
+# are the player's own words
+KEEPS_OFF = ("will", "death_note")
+
+
+class StandInSeat:
+    """The seat a stand-in plays for an absent player: its bot's commands,
+    less the will and death note."""
+
+    def __init__(self, seat: Seat) -> None:
+        self.seat = seat
+
+    async def decide(self, view: View, deadline: float | None = None) -> list[Command]:
+        return [cmd for cmd in await self.seat.decide(view, deadline)
+                if cmd.to_dict().get("type") not in KEEPS_OFF]
 
 
 class StandIns:

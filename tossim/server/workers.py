@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import hmac
 import itertools
 import json
@@ -89,7 +90,7 @@ from typing import Any, Protocol
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from tossim.agents.llm_seat import AgentMetrics
+from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.resume import history
 from tossim.agents.seat import ModelSeat
 from tossim.agents.turn_records import TURN_KEYS
@@ -689,8 +690,8 @@ class RemoteSeat(ModelSeat):
         except MalformedCommand as exc:
             raise WorkerReplyError(f"worker {link.name}: {exc}") from exc
 
-    def metrics_dict(self) -> dict[str, Any]:
-        return self.metrics.to_dict()
+    def seat_metrics(self) -> SeatMetrics:
+        return SeatMetrics(copy.deepcopy(self.metrics))
 
 
 def worker_allowed(ws: WebSocket, token: str, expected: str | None) -> bool:

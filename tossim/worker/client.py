@@ -32,8 +32,9 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tossim.agents.llm_seat import AgentMetrics, LLMSeat, seat_from_spec
+from tossim.agents.llm_seat import LLMSeat, seat_from_spec
 from tossim.agents.memory import SeatMemory
+from tossim.agents.metrics import AgentMetrics
 from tossim.agents.resume import restore_seat
 from tossim.agents.summarize import SummaryStats, write_summary
 from tossim.agents.turn_records import TURN_KEYS
