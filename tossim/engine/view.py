@@ -8,7 +8,8 @@ this file lets it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +140,7 @@ class RosterEntry:
                    death=None if death is None else Grave.from_dict(death))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SelfView:
     """A seat's own card (`View.you`). The optional parts exist only for some
     seats, and `to_dict` writes their keys only then: `target` for an
@@ -306,12 +307,22 @@ _FACTION_VALUE = {f: f.value for f in Faction}
 _PHASE_VALUE = {p: p.value for p in Phase}
 
 
+_new = object.__new__
+
+
 def _self_view(game: Game, p: Player) -> SelfView:
+    """The seat's card. Built by filling the new object's `__dict__` in one
+    step, not through the frozen dataclass's `__init__` (one guarded setattr
+    per field, 21 of them): a game builds a card for every view it hands out,
+    and that `__init__` alone cost more than the rest of a view. SelfView has
+    no `__post_init__`, so the result is the same object `SelfView(...)` makes
+    (`tests/test_view_typed.py` checks that it holds exactly the fields)."""
     spec = ROLES[p.role]
     slot = p.slot
     team = spec.night_chat
     jailor = p.role == "jailor"
-    return SelfView(
+    card = _new(SelfView)
+    card.__dict__.update(
         slot=slot, name=p.name, role=spec.name, role_key=p.role,
         faction=_FACTION_VALUE[spec.faction], alignment=spec.alignment,
         summary=spec.summary, goal=spec.goal, alive=p.alive,
@@ -327,6 +338,7 @@ def _self_view(game: Game, p: Player) -> SelfView:
         # your own lasting effects (blackmailed; being doused is not told)
         effects=tuple(sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS))
         if p.effects else None)
+    return card
 
 
 def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
@@ -342,24 +354,78 @@ def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
     return frozenset(q.slot for q in game.players if ROLES[q.role].night_chat == team)
 
 
-def _roster(game: Game, known: frozenset[int] | None, all_known: bool) -> list[RosterEntry]:
+@dataclass(slots=True)
+class _Rosters:
+    """One game's rosters as its viewers see them, kept while no seat's
+    public state (alive, revealed, role, name, death and its shown role)
+    changes: a game hands out a view per seat and turn (some 270 in a
+    15-player game) and its roster changes only a dozen times. `entries`
+    holds each seat's entry per (slot, role shown or forged label shown,
+    dead); `variants` each viewer's whole roster, by (`known`, `all_known`)."""
+
+    game: weakref.ref[Game]
+    state: list[tuple[Any, ...]]
+    entries: dict[tuple[int, bool, bool], RosterEntry] = field(default_factory=dict)
+    variants: dict[tuple[frozenset[int] | None, bool], tuple[RosterEntry, ...]] = field(
+        default_factory=dict)
+
+
+_ROSTERS: dict[int, _Rosters] = {}
+
+
+def _forget(game_id: int) -> Callable[[weakref.ref[Game]], None]:
+    def drop(ref: weakref.ref[Game]) -> None:
+        hit = _ROSTERS.get(game_id)
+        if hit is not None and hit.game is ref:
+            del _ROSTERS[game_id]
+    return drop
+
+
+def _roster(game: Game, known: frozenset[int] | None,
+            all_known: bool) -> tuple[RosterEntry, ...]:
     """Every seat as `_roster_entry` writes it (`known` None: every role is
-    known). One loop instead of a call per seat: a game hands out a view per
-    seat and turn."""
+    known), from the game's `_Rosters` when nothing the roster shows has
+    changed since (entries are frozen, so viewers may share them)."""
+    players = game.players
+    # what an entry shows; a death's shown role is read from the Death itself
+    state = [(p.alive, p.revealed, p.role, p.name, p.death, p.death and p.death.role_shown)
+             for p in players]
+    key = (known, all_known)
+    cache = _ROSTERS.get(id(game))
+    if cache is None or cache.game() is not game:
+        cache = _ROSTERS[id(game)] = _Rosters(weakref.ref(game, _forget(id(game))), state)
+    elif cache.state != state:
+        cache.state = state
+        cache.entries.clear()
+        cache.variants.clear()
+    else:
+        hit = cache.variants.get(key)
+        if hit is not None:
+            return hit
+    entries = cache.entries
     out: list[RosterEntry] = []
     append = out.append
-    for p in game.players:
-        death = p.death
+    for p in players:
+        death, slot = p.death, p.slot
         if p.alive or death is None:
-            alive, slot = p.alive, p.slot
+            alive = p.alive
             seen = (known is None or not alive or slot in known
                     or (p.revealed and p.role == "mayor"))
-            append(RosterEntry(slot, p.name, alive, ROLES[p.role].name if seen else None,
-                               p.revealed))
+            entry_key = (slot, seen, False)
+            entry = entries.get(entry_key)
+            if entry is None:
+                entry = entries[entry_key] = RosterEntry(
+                    slot, p.name, alive, ROLES[p.role].name if seen else None, p.revealed)
         else:  # as `_roster_entry` writes a dead player
-            append(RosterEntry(p.slot, p.name, False, death.role_shown, p.revealed,
-                               _graveyard(death, all_known)))
-    return out
+            entry_key = (slot, all_known, True)
+            entry = entries.get(entry_key)
+            if entry is None:
+                entry = entries[entry_key] = RosterEntry(
+                    slot, p.name, False, death.role_shown, p.revealed,
+                    _graveyard(death, all_known))
+        append(entry)
+    roster = cache.variants[key] = tuple(out)
+    return roster
 
 
 def view(game: Game, viewer: Viewer, since: int = 0) -> View:
