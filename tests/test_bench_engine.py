@@ -53,3 +53,17 @@ def test_bench_engine_prints_the_winner_distribution_with_intervals() -> None:
 
 
 ROW = re.compile(r"^\s+(\S.*?)\s+(\d+)/4\s", re.M)
+
+
+def test_bench_engine_prints_a_digest_of_the_games_it_played() -> None:
+    """Two runs of the same seeds print the same events digest (a build that
+    plays differently prints another); other seeds print another."""
+    def digest(*args: str) -> str:
+        result = CliRunner().invoke(app, ["bench", "engine", "--games", "2", *args])
+        assert result.exit_code == 0, result.output
+        found = re.search(r"events sha256 \(untimed replay\): ([0-9a-f]{64})", result.output)
+        assert found, result.output
+        return found[1]
+
+    assert digest() == digest()
+    assert digest("--seed", "5") != digest()

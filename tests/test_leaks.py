@@ -109,9 +109,9 @@ class LeakChecker:
             self.check_player(game, p.slot, ended)
         pub = view(game, PUBLIC_VIEWER, since=max(0, game.version - 40))
         for entry in pub.roster:
-            if entry["alive"] and entry["role"] is not None and not ended \
-                    and not entry["revealed_mayor"]:
-                self.fail(game, "public", f"sees the role of living player {entry['slot']}")
+            if entry.alive and entry.role is not None and not ended \
+                    and not entry.revealed_mayor:
+                self.fail(game, "public", f"sees the role of living player {entry.slot}")
         for pe in pub.events:
             if game.events[pe["v"] - 1].audience.kind != "public":
                 self.fail(game, "public", f"sees non-public event {pe['key']}")
@@ -123,14 +123,14 @@ class LeakChecker:
         who = f"player {slot} ({me.role})"
         # the roster
         for entry in obs.roster:
-            other = game.player(entry["slot"])
-            if other.slot == slot or not entry["alive"] or entry["role"] is None or ended:
+            other = game.player(entry.slot)
+            if other.slot == slot or not entry.alive or entry.role is None or ended:
                 continue
             team = me.spec.night_chat
             both_mafia = bool(team) and other.spec.night_chat == team  # Mafia or Vampires
-            if not both_mafia and not (entry["revealed_mayor"] and entry["role"] == "Mayor"):
+            if not both_mafia and not (entry.revealed_mayor and entry.role == "Mayor"):
                 self.fail(game, who, f"roster shows living player {other.slot}'s role")
-        you = obs.you or {}
+        you = obs.you.to_dict() if obs.you is not None else {}  # as the wire sends it
         if "teammates" in you and not me.spec.night_chat:
             self.fail(game, who, "sees a team")
         if "target" in you and me.role != "executioner":

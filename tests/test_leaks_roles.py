@@ -62,7 +62,7 @@ class SecretChecker(LeakChecker):
         for viewer in [PUBLIC_VIEWER, *(Viewer.player(q.slot) for q in game.players)]:
             v = view(game, viewer)
             entry = v.roster[slot - 1]
-            if entry["role"] != "Cleaned" or entry["death"]["will"]:
+            if entry.role != "Cleaned" or entry.death is None or entry.death.will:
                 self.fail(game, viewer.label(), f"roster shows cleaned {slot}'s role or will")
             for e in v.events:
                 if e["data"].get("player") == slot and e["data"].get("role") == p.spec.name \
@@ -75,7 +75,8 @@ class SecretChecker(LeakChecker):
 
     def check_forged(self, game: Game, slot: int) -> None:
         for viewer in [PUBLIC_VIEWER, *(Viewer.player(q.slot) for q in game.players)]:
-            if view(game, viewer).roster[slot - 1]["death"]["forged"]:
+            grave = view(game, viewer).roster[slot - 1].death
+            if grave is not None and grave.forged:
                 self.fail(game, viewer.label(), f"the graveyard labels {slot}'s will forged")
         real = self.real_wills.get(slot, "")
         if not real:
@@ -156,12 +157,14 @@ def test_a_forged_will_reads_as_the_will_until_the_game_is_over() -> None:
     apply(game, PhaseTimeout())  # dawn
     assert game.player(1).death is not None and game.player(1).death.forged
     for viewer in [PUBLIC_VIEWER, *(Viewer.player(q.slot) for q in game.players[1:])]:
-        death = view(game, viewer).roster[0]["death"]
-        assert death["will"] == "I am the Jester, lynch me.", viewer
-        assert death["forged"] is False, viewer
+        death = view(game, viewer).roster[0].death
+        assert death is not None and death.will == "I am the Jester, lynch me.", viewer
+        assert death.forged is False, viewer
     checker = SecretChecker()
     checker.check_forged(game, 1)
     assert not checker.problems
-    assert view(game, OMNISCIENT_VIEWER).roster[0]["death"]["forged"] is True
+    grave = view(game, OMNISCIENT_VIEWER).roster[0].death
+    assert grave is not None and grave.forged is True
     game.phase = Phase.ENDED  # as at the end of the game: every label is shown
-    assert view(game, PUBLIC_VIEWER).roster[0]["death"]["forged"] is True
+    grave = view(game, PUBLIC_VIEWER).roster[0].death
+    assert grave is not None and grave.forged is True

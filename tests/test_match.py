@@ -30,7 +30,7 @@ class Recorder:
         self.asked.append((obs.phase_seq, obs.version))
         self.versions.extend(e["v"] for e in obs.events)
         assert obs.you is not None
-        self.alive_when_asked.append(obs.you["alive"])
+        self.alive_when_asked.append(obs.you.alive)
         return self.bot.decide(obs)
 
 

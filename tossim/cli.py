@@ -358,11 +358,12 @@ def bench_engine(
     """Complete games of one mode with scripted bots on one core: games/s and
     events/s in CPU time (this process only, so other work on the machine
     does not count) and in wall time, with an engine-only replay of the same
-    command logs as the baseline, and the winner distribution with 95% Wilson
-    intervals."""
+    command logs as the baseline, the winner distribution with 95% Wilson
+    intervals, and a sha256 of every event (to check that two builds played
+    the same games)."""
     from tossim.agents.match import play_match
     from tossim.engine.modes import get_mode
-    from tossim.tools.bench_engine import Outcomes, report_lines
+    from tossim.tools.bench_engine import Outcomes, events_digest, report_lines
 
     _pin_one_core()
     first = _config(mode, players, seed, roles)
@@ -401,6 +402,7 @@ def bench_engine(
     typer.echo("  results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())))
     for line in report_lines(outcomes):
         typer.echo(line)
+    typer.echo(f"  events sha256 (untimed replay): {events_digest(logs)}")
 
 
 @bench_app.command("pacing")

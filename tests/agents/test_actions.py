@@ -137,7 +137,7 @@ def test_veteran_alert_accepted_by_engine() -> None:
     from tossim.engine import PhaseTimeout
     apply(g, PhaseTimeout(g.phase_seq))
     obs = view(g, Viewer.player(1))
-    names = {r["slot"]: r["name"] for r in obs.roster}
+    names = {r.slot: r.name for r in obs.roster}
     c = to_command(1, "night", {"targets": "yourself"}, obs.legal, names, obs.roster)
     assert c is not None
     apply(g, c)

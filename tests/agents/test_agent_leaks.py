@@ -37,7 +37,7 @@ from tossim.engine import (
     view,
 )
 from tossim.engine.roles import Faction
-from tossim.engine.view import can_see
+from tossim.engine.view import SelfView, can_see
 
 SEEDS = range(4)
 CHAT = ("chat.mafia", "chat.jail", "chat.dead", "chat.seance", "chat.whisper",
@@ -128,6 +128,6 @@ def test_the_checker_catches_a_leak() -> None:
         apply(game, command_from_dict(entry))
     memory = SeatMemory(1)
     memory.update(view(game, OMNISCIENT_VIEWER))
-    memory.you = view(game, Viewer.player(1)).you or {}
+    memory.you = view(game, Viewer.player(1)).you or SelfView()
     with pytest.raises(BaseException):  # noqa: B017 - AssertionError or pytest.fail
         check_seat(game, memory, 1, everything_for(memory, 1))

@@ -256,7 +256,7 @@ class RandomMoveSeat:
         return [] if cmd is None else [cmd]
 
     def check(self, m: SeatMemory, text: str, move: object) -> None:
-        living = {p["slot"] for p in m.living()}
+        living = {p.slot for p in m.living()}
         players = set(m.names.values())
         for name in re.findall(r"Player \d+", text):
             assert name in players, (text, name)
@@ -402,8 +402,8 @@ def test_a_mafia_seat_has_no_move_that_turns_the_town_on_a_teammate() -> None:
     """Seen in a lobby: a Mafioso said "Results: Player 3 is suspicious!" of
     its own Godfather. Its moves may cover a teammate, never accuse one."""
     t = day3_investigator()
-    mafia = next(m for m in t.memories.values() if m.you.get("teammates"))
-    mate = next(s for s in mafia.you["teammates"] if s != mafia.slot)
+    mafia = next(m for m in t.memories.values() if m.you.teammates)
+    mate = next(s for s in mafia.you.teammates or () if s != mafia.slot)
     table = move_table(mafia)
     targets = {getattr(m, "target", None) for m in table.speak.values()
                if type(m).__name__ in ("Accuse", "VotePlan")}

@@ -21,7 +21,7 @@ def _speak_line(lines: list[str]) -> str:
 
 def test_examples_name_living_players_other_than_the_seat() -> None:
     m = day3_investigator().memories[7]
-    living = {p["name"] for p in m.roster if p["alive"]} - {"Player 7"}
+    living = {p.name for p in m.roster if p.alive} - {"Player 7"}
     speeches = set()
     for seed in range(30):
         lines = action_lines(m, "xml", seed=seed)

@@ -32,11 +32,14 @@ def _views_through_a_game(seed: int) -> list[View]:
 @pytest.mark.parametrize("seed", [3, 8])
 def test_a_view_survives_json(seed: int) -> None:
     views = _views_through_a_game(seed)
-    assert any(v.legal for v in views) and any(not r["alive"] for v in views for r in v.roster)
+    assert any(v.legal for v in views) and any(not r.alive for v in views for r in v.roster)
     here, there = SeatMemory(1), SeatMemory(1)
     for v in views:
         wired = View.from_dict(json.loads(json.dumps(v.to_dict())))
         assert wired.to_dict() == json.loads(json.dumps(v.to_dict())) and wired.legal == v.legal
+        # and so are its typed parts (a Jailor's and a Mafia member's
+        # optional keys included)
+        assert list(wired.roster) == list(v.roster) and wired.you == v.you
         if v.viewer != "player 1":
             continue
         # the seat's prompt is the same in the server and on a worker

@@ -196,7 +196,7 @@ async def test_list_games_and_summary_with_graveyard(server: Server) -> None:
     # the graveyard is the public roster's dead, with roles, causes and wills
     rp = (await c.get(f"/api/games/{done_id}/replay", params={"viewer": "omniscient"})).json()
     game = rerun(GameConfig.from_dict(rp["config"]), rp["commands"])
-    expected = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
+    expected = [e.to_dict() for e in view(game, PUBLIC_VIEWER).roster if not e.alive]
     assert summary["graveyard"] == json.loads(json.dumps(expected))
     assert summary["graveyard"], "a finished 15-player game has dead players"
     for entry in summary["graveyard"]:

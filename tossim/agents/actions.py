@@ -29,6 +29,7 @@ from tossim.engine.commands import (
 )
 from tossim.engine.legal import VERDICTS, IllegalCommand, LegalAction
 from tossim.engine.state import MAX_CHAT, MAX_DEATH_NOTE, MAX_WILL
+from tossim.engine.view import RosterEntry, SelfView
 
 # final action tag -> the LegalAction kind that allows it (wait needs none)
 FINAL_ACTIONS: dict[str, str | None] = {
@@ -73,14 +74,14 @@ PHASE_KINDS = ("vote", "judge", "night")
 _DONE = {"vote": "vote", "judge": "verdict", "night": "night_action"}
 
 
-def open_phase_actions(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> list[str]:
+def open_phase_actions(legal: Sequence[LegalAction], you: SelfView) -> list[str]:
     """The kinds of phase action ("vote", "judge", "night") legal now and not
     yet taken by the seat (its View's `you`)."""
     return [a.kind for a in legal
-            if a.kind in PHASE_KINDS and you.get(_DONE[a.kind]) in (None, "", [], ())]
+            if a.kind in PHASE_KINDS and getattr(you, _DONE[a.kind]) in (None, "", ())]
 
 
-def phase_action_left(legal: Sequence[LegalAction], you: Mapping[str, Any]) -> bool:
+def phase_action_left(legal: Sequence[LegalAction], you: SelfView) -> bool:
     """Is the phase's action (a vote, a verdict, a night ability) legal now
     and not yet taken by the seat?"""
     return bool(open_phase_actions(legal, you))
@@ -169,7 +170,7 @@ def _text(args: Mapping[str, Any], tag: str) -> str:
 
 
 def _target(value: Any, action: LegalAction, names: Mapping[int, str],
-            roster: Mapping[int, dict[str, Any]] | None, what: str) -> int:
+            roster: Mapping[int, RosterEntry] | None, what: str) -> int:
     if value is None or (isinstance(value, str) and not value.strip()):
         raise IllegalCommand(f"Name a player to {what}.", "parameter", action.targets)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -184,9 +185,9 @@ def _target(value: Any, action: LegalAction, names: Mapping[int, str],
     if slot not in action.targets:
         entry = (roster or {}).get(slot)
         who = names.get(slot, f"Player {slot}")
-        if entry is not None and not entry.get("alive", True) and what != "revive":
+        if entry is not None and not entry.alive and what != "revive":
             reason = f"{who} is dead."
-        elif entry is not None and entry.get("revealed_mayor"):
+        elif entry is not None and entry.revealed_mayor:
             reason = f"{who} is the revealed Mayor."
         else:
             reason = f"You cannot {what} {who} now."
@@ -215,7 +216,7 @@ def split_targets(text: str, names: Mapping[int, str]) -> list[str]:
 
 def to_command(slot: int, tag: str, args: Mapping[str, Any], legal: Sequence[LegalAction],
                names: Mapping[int, str],
-               roster: Sequence[dict[str, Any]] | None = None) -> Command | None:
+               roster: Sequence[RosterEntry] | None = None) -> Command | None:
     """The Command for a final action of seat `slot` (None for `wait`).
 
     `args` hold the canonical arguments of ACTION_ARGS (`target` a name or a
@@ -232,7 +233,7 @@ def to_command(slot: int, tag: str, args: Mapping[str, Any], legal: Sequence[Leg
     kind = FINAL_ACTIONS[tag]
     assert kind is not None
     action = _legal(legal, kind, tag)
-    by_slot = {r["slot"]: r for r in roster or ()}
+    by_slot = {r.slot: r for r in roster or ()}
     if tag == "speak":
         return Chat(slot, _text(args, tag))
     if tag == "whisper":
@@ -258,7 +259,7 @@ def to_command(slot: int, tag: str, args: Mapping[str, Any], legal: Sequence[Leg
 
 
 def _night_targets(slot: int, value: Any, action: LegalAction, names: Mapping[int, str],
-                   roster: Mapping[int, dict[str, Any]]) -> tuple[int, ...]:
+                   roster: Mapping[int, RosterEntry]) -> tuple[int, ...]:
     if action.n_targets == 0:  # an ability on yourself (Veteran alert)
         if value in (None, "", [], ()) or (isinstance(value, str)
                                            and value.strip().lower() in SELF_WORDS):

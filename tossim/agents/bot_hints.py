@@ -16,6 +16,7 @@ from typing import Any
 
 from tossim.engine.commands import Chat, Command, WriteDeathNote
 from tossim.engine.legal import LegalAction
+from tossim.engine.view import SelfView
 
 INVESTIGATIVE = ("sheriff", "investigator", "lookout", "spy")
 DANGEROUS = ("jailor", "vigilante", "veteran", "doctor", "bodyguard", "escort", "sheriff",
@@ -184,12 +185,12 @@ def choose(bot: Any, action: LegalAction) -> tuple[int, ...] | None:
     return hint(bot, action) if hint is not None else None
 
 
-def pad(slot: int, role: str, you: dict[str, Any],
+def pad(slot: int, role: str, you: SelfView,
         legal: dict[str, LegalAction]) -> list[Command]:
     """Night extras: the death-note pad a role keeps filled (the Forger's
     forgery, once) and a word in a non-Mafia team chat (the Vampires)."""
     out: list[Command] = []
-    if role == "forger" and "death_note" in legal and you.get("death_note") != FORGERY:
+    if role == "forger" and "death_note" in legal and you.death_note != FORGERY:
         out.append(WriteDeathNote(slot, FORGERY))
     chat = legal.get("chat")
     if chat is not None and "vampire" in chat.options and "night" in legal:

@@ -43,7 +43,7 @@ def quotable_lines(memory: SeatMemory, tag: str) -> list[str]:
     out = [str(e["text"]) for e in memory.private_results()] + results_lines(memory)
     if tag == "will":
         out.append(will_example(memory))
-    out += [str(you.get("will") or ""), str(you.get("death_note") or "")]
+    out += [you.will, you.death_note]
     return [line for line in out if line]
 
 

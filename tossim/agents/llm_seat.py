@@ -12,6 +12,7 @@ import asyncio
 import copy
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from tossim.agents.actions import (
@@ -101,9 +102,9 @@ async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Comma
     if not phase_action_left(memory.legal, memory.you):
         return cmds
     if isinstance(first, WriteWill):
-        memory.you["will"] = first.text
+        memory.you = replace(memory.you, will=first.text)
     elif isinstance(first, WriteDeathNote):
-        memory.you["death_note"] = first.text
+        memory.you = replace(memory.you, death_note=first.text)
     memory.legal = phase_actions_only(memory.legal)
     second = await turn()
     return cmds + ([second] if second is not None else [])

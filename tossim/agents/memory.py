@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.engine.legal import LegalAction
-from tossim.engine.view import View
+from tossim.engine.view import RosterEntry, SelfView, View
 
 CHAT_KEYS = frozenset({"chat.public", "chat.dead", "chat.mafia", "chat.jail", "chat.seance",
                        "chat.whisper", "chat.whisper_notice", "chat.spy_mafia", "chat.team",
@@ -43,8 +43,8 @@ class SeatMemory:
 
     slot: int
     events: list[dict[str, Any]] = field(default_factory=list)
-    roster: list[dict[str, Any]] = field(default_factory=list)
-    you: dict[str, Any] = field(default_factory=dict)
+    roster: list[RosterEntry] = field(default_factory=list)
+    you: SelfView = field(default_factory=SelfView)  # blank until the first View
     legal: list[LegalAction] = field(default_factory=list)
     trial: dict[str, Any] = field(default_factory=dict)
     day: int = 1
@@ -64,8 +64,8 @@ class SeatMemory:
             if e["v"] > last:
                 self.events.append(dict(e))
                 last = e["v"]
-        self.roster = [dict(r) for r in obs.roster]
-        self.you = dict(obs.you or {})
+        self.roster = list(obs.roster)
+        self.you = obs.you or SelfView()
         self.legal = list(obs.legal)
         self.trial = dict(obs.trial)
         self.day, self.phase, self.phase_seq = obs.day, obs.phase, obs.phase_seq
@@ -84,21 +84,21 @@ class SeatMemory:
     # ---- reading -------------------------------------------------------------------
     @property
     def names(self) -> dict[int, str]:
-        return {r["slot"]: r["name"] for r in self.roster}
+        return {r.slot: r.name for r in self.roster}
 
     def name(self, slot: int | None) -> str:
         if slot is None:
             return "nobody"
         return self.names.get(slot, f"Player {slot}")
 
-    def player(self, slot: int) -> dict[str, Any] | None:
-        return next((r for r in self.roster if r["slot"] == slot), None)
+    def player(self, slot: int) -> RosterEntry | None:
+        return next((r for r in self.roster if r.slot == slot), None)
 
-    def living(self) -> list[dict[str, Any]]:
-        return [r for r in self.roster if r["alive"]]
+    def living(self) -> list[RosterEntry]:
+        return [r for r in self.roster if r.alive]
 
-    def dead(self) -> list[dict[str, Any]]:
-        return [r for r in self.roster if not r["alive"]]
+    def dead(self) -> list[RosterEntry]:
+        return [r for r in self.roster if not r.alive]
 
     @property
     def phase_label(self) -> str:

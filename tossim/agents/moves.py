@@ -297,19 +297,19 @@ def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
 def reasons(memory: SeatMemory) -> dict[int, list[Reason]]:
     """For every living player but the seat: reasons taken from the game, in
     a fixed order (results, wills, deaths, claims, votes; `no_claim` last)."""
-    living = [p["slot"] for p in memory.living() if p["slot"] != memory.slot]
+    living = [p.slot for p in memory.living() if p.slot != memory.slot]
     out: dict[int, list[Reason]] = {s: [] for s in living}
     for r in own_results(memory):
         about = [r.target] + ([r.visitor] if r.visitor is not None else [])
         for s in about:
             if s in out:
                 out[s].append(Reason("result", s, r.night, result=r))
-    dead_roles = {p["role"] for p in memory.dead() if p.get("role")}
+    dead_roles = {p.role for p in memory.dead() if p.role}
     for p in memory.dead():
-        will = str((p.get("death") or {}).get("will") or "")
+        will = p.death.will if p.death is not None else ""
         for s in out:
             if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
-                out[s].append(Reason("will", s, other=p["slot"]))
+                out[s].append(Reason("will", s, other=p.slot))
     claimed = _claims(memory)
     for s, said in claimed.items():
         if s not in out:
@@ -375,7 +375,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     """The moves allowed now (see the module docstring)."""
     name = _shown(memory)
     table = MoveTable()
-    own_role = str(memory.you.get("role") or "")
+    own_role = memory.you.role
     roles = game_roles(memory)
     if own_role and own_role not in roles:
         roles.append(own_role)
@@ -393,10 +393,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
     for r in mine:
         latest[r.phrase(name)] = r
     group("report", "report ", {p: Report(r) for p, r in latest.items()})
-    living = [p["slot"] for p in memory.living() if p["slot"] != memory.slot]
+    living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
-    mates = {s for s in memory.you.get("teammates") or () if isinstance(s, int)}
+    mates = set(memory.you.teammates or ())
     others = [s for s in living if s not in mates]
     lies: dict[str, Move] = {}
     for s in living:
@@ -536,7 +536,7 @@ def action_lines(memory: SeatMemory, tag: str, protocol: str = "xml",
         opts = list(getattr(table, tag))
         if not opts:
             return []
-        pick = (memory.you.get("role") if tag == "will" and memory.you.get("role") in opts
+        pick = (memory.you.role if tag == "will" and memory.you.role in opts
                 else opts[memory.slot % len(opts)])
         what = ("replace your last will with a role claim (your own role adds your results)"
                 if tag == "will" else "replace your death note")

@@ -28,7 +28,7 @@ from tossim.agents.memory import CHAT_KEYS, SeatMemory
 from tossim.agents.personas import Persona
 from tossim.agents.tools import TOOLS, ToolSpec, format_chat
 from tossim.engine.roles import ROLES, find_role
-from tossim.engine.view import role_card
+from tossim.engine.view import RosterEntry, role_card
 
 PROTOCOLS = ("xml", "json")
 CATEGORY_NAMES = {"town_killing": "Town Killing", "random_town": "Random Town"}
@@ -70,18 +70,18 @@ def role_list(memory: SeatMemory) -> list[str]:
 def _identity_extra(memory: SeatMemory) -> list[str]:
     you = memory.you
     out = []
-    if you.get("uses"):
+    if you.uses:
         out.append("Uses left: " + ", ".join(f"{k.replace('_', ' ')} {v}"
-                                             for k, v in sorted(you["uses"].items())) + ".")
-    mates = you.get("teammates") or []
+                                             for k, v in sorted(you.uses.items())) + ".")
+    mates = you.teammates or ()
     if mates:
         listed = []
         for s in mates:
-            p = memory.player(s) or {}
-            listed.append(f"{escape_text(memory.name(s))} ({p.get('role') or 'Mafia'})")
+            p = memory.player(s)
+            listed.append(f"{escape_text(memory.name(s))} ({(p and p.role) or 'Mafia'})")
         out.append("Your fellow Mafia members: " + ", ".join(listed) + ".")
-    if you.get("target") is not None:
-        out.append(f"Your target is {escape_text(memory.name(you['target']))}. "
+    if you.target is not None:
+        out.append(f"Your target is {escape_text(memory.name(you.target))}. "
                    "Get them lynched.")
     return out
 
@@ -94,17 +94,17 @@ def render_system(memory: SeatMemory, protocol: str = "xml",
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}")
     you = memory.you
-    r = find_role(you.get("role_key") or you.get("role") or "")
-    card = role_card(r.key) if r else {"name": you.get("role", "?"), "alignment": "",
-                                       "summary": you.get("summary", ""),
-                                       "goal": you.get("goal", ""), "attack": "None",
+    r = find_role(you.role_key or you.role)
+    card = role_card(r.key) if r else {"name": you.role or "?", "alignment": "",
+                                       "summary": you.summary,
+                                       "goal": you.goal, "attack": "None",
                                        "defense": "None"}
     tools = [{"call": tool_call(t, protocol), "description": t.description}
              for t in TOOLS.values()]
     text = persona.text if isinstance(persona, Persona) else persona
     out = render_template("system.j2", protocol=protocol, tools=tools, role_list=role_list(memory),
                    max_tools=max_tools, moves=speech == "moves",
-                   name=escape_text(you.get("name", f"Player {memory.slot}")), role=card,
+                   name=escape_text(you.name or f"Player {memory.slot}"), role=card,
                    identity_extra=_identity_extra(memory), persona=text)
     head, marker, rest = out.partition("## Who you are")
     return _game_names(memory, head) + marker + rest
@@ -118,7 +118,7 @@ def _game_names(memory: SeatMemory, text: str) -> str:
     names (the name of seat 4), so a game whose players have names never
     shows a model a "Player 4" it could copy into the chat. The same for
     every seat of a game: the shared prefix stays shared."""
-    names = [escape_text(p["name"]) for p in sorted(memory.roster, key=lambda p: p["slot"])]
+    names = [escape_text(p.name) for p in sorted(memory.roster, key=lambda p: p.slot)]
     if not names:
         return text
     return _EXAMPLE_PLAYER.sub(lambda m: names[(int(m.group(1)) - 1) % len(names)], text)
@@ -131,26 +131,26 @@ def shared_prefix(system_prompt: str) -> str:
 
 def roster_lines(memory: SeatMemory) -> list[str]:
     you = memory.you
-    mates = set(you.get("teammates") or [])
-    target = you.get("target")
+    mates = set(you.teammates or ())
+    target = you.target
     out = []
     for p in memory.roster:
-        line = escape_text(p["name"])
+        line = escape_text(p.name)
         tags = []
-        if p["slot"] == memory.slot:
+        if p.slot == memory.slot:
             tags.append("(you)")
-        if not p["alive"]:
+        if not p.alive:
             tags.append("[DEAD]")
-        if p.get("revealed_mayor"):
+        if p.revealed_mayor:
             tags.append("[REVEALED MAYOR]")
-        if p["slot"] in mates:
+        if p.slot in mates:
             tags.append("(Mafia teammate)")
-        if p["slot"] == target:
+        if p.slot == target:
             tags.append("(your target)")
         if tags:
             line += " " + " ".join(tags)
-        if p.get("role"):
-            line += f" - Role: {escape_text(p['role'])}"
+        if p.role:
+            line += f" - Role: {escape_text(p.role)}"
         out.append(line)
     return out
 
@@ -163,22 +163,22 @@ def _event_line(e: dict[str, Any]) -> str:
 def _state_lines(memory: SeatMemory) -> list[str]:
     you, names = memory.you, memory.names
     out = []
-    if not you.get("alive", True):
+    if not you.alive:
         out.append("You are dead: you can only talk in the dead chat.")
-    if you.get("jailed"):
+    if you.jailed:
         out.append("You are in jail tonight.")
-    will = you.get("will") or ""
+    will = you.will
     out.append(f"Your last will: {quote(will)}" if will else "Your last will is empty.")
-    if you.get("death_note"):
-        out.append(f"Your death note: {quote(you['death_note'])}")
-    chosen = you.get("night_action") or []
+    if you.death_note:
+        out.append(f"Your death note: {quote(you.death_note)}")
+    chosen = you.night_action
     if chosen:
         out.append("Your night action: " + " and ".join(escape_text(names.get(s, str(s)))
                                                        for s in chosen) + ".")
-    if you.get("vote") is not None:
-        out.append(f"You voted against {escape_text(memory.name(you['vote']))}.")
-    if you.get("verdict"):
-        out.append(f"Your verdict: {you['verdict']}.")
+    if you.vote is not None:
+        out.append(f"You voted against {escape_text(memory.name(you.vote))}.")
+    if you.verdict:
+        out.append(f"Your verdict: {you.verdict}.")
     if memory.trial.get("accused") is not None:
         out.append(f"On trial: {escape_text(memory.name(memory.trial['accused']))}.")
     if memory.trial.get("votes") is not None:
@@ -196,8 +196,8 @@ def _example_name(memory: SeatMemory, options: Sequence[str], rng: random.Random
     me = escape_text(memory.name(memory.slot))
     pool = [o for o in options if o != me]
     if not pool:
-        pool = [escape_text(p["name"]) for p in memory.roster
-                if p["alive"] and p["slot"] != memory.slot]
+        pool = [escape_text(p.name) for p in memory.roster
+                if p.alive and p.slot != memory.slot]
     return rng.choice(pool) if pool else ""
 
 
@@ -217,7 +217,7 @@ def example_texts(names: Mapping[int, str]) -> list[str]:
     names) and each speech example with each name. The play-quality figures
     do not credit a seat for copying them (docs/agents.md, "Metrics")."""
     memory = SeatMemory(0)
-    memory.roster = [{"slot": s, "name": n, "alive": True} for s, n in names.items()]
+    memory.roster = [RosterEntry(s, n, True, None) for s, n in names.items()]
     out = [shared_prefix(render_system(memory, protocol)) for protocol in PROTOCOLS]
     out += [t.format(name=escape_text(n)) for t in SPEECH_EXAMPLES for n in names.values()]
     return out
@@ -235,7 +235,7 @@ def will_example(memory: SeatMemory) -> str:
     """The will example: the seat's role and its last two results, in the
     words a player writes down ("I am the Investigator. Night 1 investigate
     Player 4: Your target could be ...")."""
-    role = escape_text(str(memory.you.get("role") or "Townie"))
+    role = escape_text(memory.you.role or "Townie")
     return " ".join([f"I am the {role}.", *(line.replace(" - you chose to", "")
                                             for line in results_lines(memory)[-2:])])
 

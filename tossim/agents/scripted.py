@@ -34,7 +34,7 @@ from tossim.engine.commands import (
 )
 from tossim.engine.legal import LegalAction
 from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
-from tossim.engine.view import View
+from tossim.engine.view import SelfView, View
 
 # The claim kinds, as module names: `_hear` compares each claim heard with them.
 _ROLE, _NO_CLAIM, _BEG, _ACCUSE = cv.ROLE, cv.NO_CLAIM, cv.BEG, cv.ACCUSE
@@ -189,18 +189,18 @@ class ScriptedBot:
             return []
         if not self.ready:
             self._setup(obs, you)
-        if you["role_key"] != self.role:
-            self.role = you["role_key"]
+        if you.role_key != self.role:
+            self.role = you.role_key
             self._sus = self._stats = None
         self.day = obs.day
         roster = obs.roster
-        alive = {e["slot"] for e in roster if e["alive"]}
+        alive = {e.slot for e in roster if e.alive}
         if alive != self.alive:
             self._sus = self._stats = None
             for s in alive - self.alive:  # revived
                 self.dead_role.pop(s, None)
             for s in sorted(self.alive - alive):
-                role = find_role(roster[s - 1]["role"] or "")
+                role = find_role(roster[s - 1].role or "")
                 self._on_death(s, role.key if role else "")
             if self.alive - alive:
                 self.last_death_day = obs.day
@@ -213,20 +213,20 @@ class ScriptedBot:
                 entry[0](self, ev["data"])
                 if entry[1]:
                     self._sus = self._stats = None
-        if not you["alive"]:
+        if not you.alive:
             return self._dead(obs)
         phase = _PHASES.get(obs.phase)
         return phase(self, obs) if phase is not None else []
 
-    def _setup(self, obs: View, you: dict[str, Any]) -> None:
+    def _setup(self, obs: View, you: SelfView) -> None:
         self.ready = True
-        self.names = tuple(e["name"] for e in obs.roster)
+        self.names = tuple(e.name for e in obs.roster)
         self.vocab = cv.vocabulary(self.names)
-        self.alive = {e["slot"] for e in obs.roster if e["alive"]}
-        self.mafia = you["faction"] == Faction.MAFIA.value
-        self.team = frozenset(you.get("teammates", ()))
-        self.exe_target = you.get("target")
-        self.role = you["role_key"]
+        self.alive = {e.slot for e in obs.roster if e.alive}
+        self.mafia = you.faction == Faction.MAFIA.value
+        self.team = frozenset(you.teammates or ())
+        self.exe_target = you.target
+        self.role = you.role_key
 
     def _on_death(self, slot: int, role: str) -> None:
         self.dead_role[slot] = role
@@ -985,10 +985,10 @@ class ScriptedBot:
     # ---- night -----------------------------------------------------------------------
     def _night(self, obs: View) -> list[Command]:
         acts = _legal(obs)
-        you = obs.you or {}
+        you = obs.you or SelfView()
         out = self._will_cmd()
         chat = acts.get("chat")
-        if you.get("jailed") and chat is not None and "jail" in chat.options:
+        if you.jailed and chat is not None and "jail" in chat.options:
             text = cv.say_no_claim() if self.role == "jester" else self._jail_claim()
             out.append(Chat(self.slot, text, "jail"))
         night = acts.get("night")

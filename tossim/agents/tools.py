@@ -19,7 +19,7 @@ from tossim.agents.escape import escape_text, quote
 from tossim.agents.memory import SeatMemory
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.roles import ROLES, find_role
-from tossim.engine.view import role_card
+from tossim.engine.view import RosterEntry, role_card
 
 ARG_KINDS = ("player", "day", "role", "text", "none")
 
@@ -52,7 +52,7 @@ def _fault(memory: SeatMemory, exc: IllegalCommand) -> str:
     return fault_observation(exc, memory.names)
 
 
-def _player(memory: SeatMemory, arg: str) -> dict[str, Any]:
+def _player(memory: SeatMemory, arg: str) -> RosterEntry:
     slot = resolve_name(arg, memory.names)
     entry = memory.player(slot)
     assert entry is not None
@@ -61,11 +61,11 @@ def _player(memory: SeatMemory, arg: str) -> dict[str, Any]:
 
 def check_will(memory: SeatMemory, arg: str) -> str:
     p = _player(memory, arg)
-    name = escape_text(p["name"])
-    if p["alive"]:
-        raise IllegalCommand(f"{p['name']} is alive; only the wills of the dead are known.",
-                             "premise", tuple(d["slot"] for d in memory.dead()))
-    will = (p.get("death") or {}).get("will", "")
+    name = escape_text(p.name)
+    if p.alive:
+        raise IllegalCommand(f"{p.name} is alive; only the wills of the dead are known.",
+                             "premise", tuple(d.slot for d in memory.dead()))
+    will = p.death.will if p.death is not None else ""
     if not will:
         return f"{name} left no last will."
     return f"{name}'s will: {quote(will)}"
@@ -77,12 +77,12 @@ def graveyard(memory: SeatMemory, arg: str) -> str:
         return "Nobody has died yet."
     lines = []
     for p in dead:
-        d = p.get("death") or {}
-        when = f"Night {d['day']}" if d.get("at_night") else f"Day {d.get('day', '?')}"
-        causes = ", ".join(d.get("causes", ())) or "unknown"
-        line = (f"{escape_text(p['name'])} - {escape_text(p.get('role') or 'role unknown')}"
+        d = p.death
+        when = ("Day ?" if d is None else f"Night {d.day}" if d.at_night else f"Day {d.day}")
+        causes = ", ".join(d.causes if d is not None else ()) or "unknown"
+        line = (f"{escape_text(p.name)} - {escape_text(p.role or 'role unknown')}"
                 f" - died {when} ({causes})")
-        notes = d.get("death_notes") or ()
+        notes = d.death_notes if d is not None else ()
         if notes:
             line += "; death note: " + "; ".join(quote(n) for n in notes)
         lines.append(line)
@@ -206,7 +206,7 @@ def tool_options(memory: SeatMemory, tools: list[str] | None = None) -> dict[str
     for name in tools or list(TOOLS):
         spec = TOOLS[name]
         if spec.arg == "player":
-            dead = [escape_text(p["name"]) for p in memory.dead()]
+            dead = [escape_text(p.name) for p in memory.dead()]
             if dead:
                 out[name] = dead
         elif spec.arg == "day":

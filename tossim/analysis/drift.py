@@ -257,7 +257,7 @@ def build_situations(n: int, seed: int, kinds: Sequence[str] = KINDS) -> list[Si
         sub = seed * 1000 + i
         sit = BUILDERS[kind](random.Random(sub))
         sit.id, sit.seed = f"{kind}#{i}", sub
-        sit.names = {r["slot"]: r["name"] for r in sit.view.roster}
+        sit.names = {r.slot: r.name for r in sit.view.roster}
         out.append(sit)
     return out
 
@@ -274,7 +274,13 @@ def misspell(name: str) -> str:
 
 def _copy(v: View) -> View:
     return replace(v, events=[dict(e, data=dict(e.get("data") or {})) for e in v.events],
-                   roster=[dict(r) for r in v.roster])
+                   roster=list(v.roster))
+
+
+def _rewrite_will(v: View, slot: int, rewrite: Callable[[str], str]) -> None:
+    """Give `slot`'s graveyard entry in `v` the will `rewrite` makes of it."""
+    v.roster = [replace(r, death=replace(r.death, will=rewrite(r.death.will)))
+                if r.slot == slot and r.death is not None else r for r in v.roster]
 
 
 def _renumber(v: View) -> View:
@@ -313,9 +319,7 @@ def inject(sit: Situation, fault: str) -> list[View]:
                     e["data"]["will"] = forged
                     e["text"] = f"We found a will next to {names[sit.forge_will_of]}'s body: " \
                                 f"{forged}"
-            for r in v.roster:
-                if r["slot"] == sit.forge_will_of and r.get("death"):
-                    r["death"] = dict(r["death"], will=forged)
+            _rewrite_will(v, sit.forge_will_of, lambda _will: forged)
         else:
             if sit.kind == "doctor_heal":
                 text = f"I am the Sheriff. {subject} is lying, {subject} is suspicious!"
@@ -333,9 +337,7 @@ def inject(sit: Situation, fault: str) -> list[View]:
                     if isinstance(e["data"].get(k), str):
                         e["data"][k] = e["data"][k].replace(subject, wrong)
         if sit.forge_will_of is not None:
-            for r in v.roster:
-                if r["slot"] == sit.forge_will_of and r.get("death"):
-                    r["death"] = dict(r["death"], will=r["death"]["will"].replace(subject, wrong))
+            _rewrite_will(v, sit.forge_will_of, lambda will: will.replace(subject, wrong))
         return [v]
     if fault == "parameter":
         cut = _after_evidence(v, sit)
@@ -343,8 +345,8 @@ def inject(sit: Situation, fault: str) -> list[View]:
         return [first, replace(v, events=v.events[cut:])]
     if fault == "intention":
         rng = random.Random(sit.seed)
-        talkers = [r["slot"] for r in v.roster
-                   if r["alive"] and r["slot"] not in (sit.slot, sit.subject)]
+        talkers = [r.slot for r in v.roster
+                   if r.alive and r.slot not in (sit.slot, sit.subject)]
         lines = rng.sample(CHATTER, 6)
         lines.insert(3, f"{names[sit.slot]}, what is your favourite colour? Tell us, quick!")
         for text in lines:

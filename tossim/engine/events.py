@@ -82,7 +82,7 @@ def to(*slots: int) -> Audience:
     return audience
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Event:
     v: int  # the game's event version: 1, 2, 3 ... with no gaps
     day: int
@@ -115,3 +115,21 @@ class Event:
         if include_secret and self.secret:
             out["secret"] = self.secret
         return out
+
+
+_new = object.__new__
+
+
+def make_event(v: int, day: int, phase: str, key: str, audience: Audience, text: str,
+               data: FrozenDict, secret: FrozenDict) -> Event:
+    """`Event(...)` for the engine's hot path (`log.emit`, some 500 events a
+    game): the new object's `__dict__` is filled in one step instead of
+    through the frozen dataclass's `__init__` (a guarded setattr per field
+    cost more than the rest of an event). The same object `Event(...)` makes,
+    `shared` included (`tests/test_view_typed.py` checks it)."""
+    event = _new(Event)
+    event.__dict__.update(
+        v=v, day=day, phase=phase, key=key, audience=audience, text=text, data=data,
+        secret=secret, shared=FrozenDict(v=v, day=day, phase=phase, key=key,
+                                         audience=audience.kind, text=text, data=data))
+    return event

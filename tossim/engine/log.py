@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tossim.engine.events import Audience, Event, FrozenDict, freeze
+from tossim.engine.events import Audience, Event, FrozenDict, freeze, make_event
 from tossim.engine.messages import MESSAGES
 from tossim.engine.state import Game, Phase
 
@@ -28,15 +28,8 @@ def emit(
     text = _FIXED_TEXT.get(key)
     if text is None:  # messages.render, without copying the parameters twice
         text = MESSAGES[key].format_map({"day": game.day, **params})
-    event = Event(
-        v=len(game.events) + 1,
-        day=game.day,
-        phase=_PHASE_VALUE[game.phase],
-        key=key,
-        audience=audience,
-        text=text,
-        data=freeze(params if data is None else data),
-        secret=freeze(secret) if secret else _NO_SECRET,
-    )
+    event = make_event(
+        len(game.events) + 1, game.day, _PHASE_VALUE[game.phase], key, audience, text,
+        freeze(params if data is None else data), freeze(secret) if secret else _NO_SECRET)
     game.events.append(event)
     return event

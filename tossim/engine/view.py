@@ -8,6 +8,8 @@ this file lets it.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +84,135 @@ def visible_events(game: Game, viewer: Viewer, since: int = 0) -> list[Event]:
             if e.audience.kind == "public" or slot in e.audience.players]
 
 
+@dataclass(frozen=True, slots=True)
+class Grave:
+    """A dead player's graveyard entry as a viewer sees it. `forged` is only
+    ever true for a viewer who knows everything (an omniscient viewer, or any
+    viewer once the game is over): the town reads a forgery as the will, as in
+    the game (docs/rules.md)."""
+
+    day: int
+    at_night: bool
+    causes: tuple[str, ...]
+    will: str
+    death_notes: tuple[str, ...]
+    cleaned: bool
+    forged: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"day": self.day, "at_night": self.at_night, "causes": list(self.causes),
+                "will": self.will, "death_notes": list(self.death_notes),
+                "cleaned": self.cleaned, "forged": self.forged}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Grave:
+        return cls(day=int(d["day"]), at_night=bool(d["at_night"]),
+                   causes=tuple(str(c) for c in d["causes"]), will=str(d["will"]),
+                   death_notes=tuple(str(n) for n in d["death_notes"]),
+                   cleaned=bool(d["cleaned"]), forged=bool(d["forged"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RosterEntry:
+    """One seat as a viewer sees it: `role` is None while the viewer may not
+    know it; a dead seat shows the role the town saw at death and its grave."""
+
+    slot: int
+    name: str
+    alive: bool
+    role: str | None
+    revealed_mayor: bool = False
+    death: Grave | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"slot": self.slot, "name": self.name, "alive": self.alive,
+                               "role": self.role, "revealed_mayor": self.revealed_mayor}
+        if self.death is not None:
+            out["death"] = self.death.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RosterEntry:
+        role, death = d.get("role"), d.get("death")
+        return cls(slot=int(d["slot"]), name=str(d["name"]), alive=bool(d["alive"]),
+                   role=None if role is None else str(role),
+                   revealed_mayor=bool(d.get("revealed_mayor", False)),
+                   death=None if death is None else Grave.from_dict(death))
+
+
+@dataclass(frozen=True)
+class SelfView:
+    """A seat's own card (`View.you`). The optional parts exist only for some
+    seats, and `to_dict` writes their keys only then: `target` for an
+    Executioner with a target, `prisoner` and `jail_choice` for the Jailor,
+    `teammates` for a team with a night chat (Mafia, Vampires), `effects` for
+    a seat with a lasting effect. Every field has a default so a memory that
+    has seen no view yet has a blank card (`SelfView()`)."""
+
+    slot: int = 0
+    name: str = ""
+    role: str = ""
+    role_key: str = ""
+    faction: str = ""
+    alignment: str = ""
+    summary: str = ""
+    goal: str = ""
+    alive: bool = True
+    uses: Mapping[str, int] = field(default_factory=FrozenDict)
+    will: str = ""
+    death_note: str = ""
+    jailed: bool = False
+    night_action: tuple[int, ...] = ()
+    vote: int | None = None
+    verdict: str | None = None
+    target: int | None = None
+    prisoner: int | None = None
+    jail_choice: int | None = None
+    teammates: tuple[int, ...] | None = None
+    effects: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "slot": self.slot, "name": self.name, "role": self.role, "role_key": self.role_key,
+            "faction": self.faction, "alignment": self.alignment, "summary": self.summary,
+            "goal": self.goal, "alive": self.alive, "uses": dict(self.uses), "will": self.will,
+            "death_note": self.death_note, "jailed": self.jailed,
+            "night_action": list(self.night_action), "vote": self.vote, "verdict": self.verdict,
+        }
+        if self.target is not None:
+            out["target"] = self.target
+        if self.role_key == "jailor":
+            out["prisoner"] = self.prisoner
+            out["jail_choice"] = self.jail_choice
+        if self.teammates is not None:
+            out["teammates"] = list(self.teammates)
+        if self.effects is not None:
+            out["effects"] = list(self.effects)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SelfView:
+        def opt_int(key: str) -> int | None:
+            value = d.get(key)
+            return None if value is None else int(value)
+
+        mates, effects, verdict = d.get("teammates"), d.get("effects"), d.get("verdict")
+        return cls(
+            slot=int(d["slot"]), name=str(d["name"]), role=str(d["role"]),
+            role_key=str(d["role_key"]), faction=str(d["faction"]),
+            alignment=str(d["alignment"]), summary=str(d["summary"]), goal=str(d["goal"]),
+            alive=bool(d["alive"]),
+            uses=FrozenDict({str(k): int(v) for k, v in dict(d.get("uses") or {}).items()}),
+            will=str(d.get("will") or ""), death_note=str(d.get("death_note") or ""),
+            jailed=bool(d.get("jailed")),
+            night_action=tuple(int(t) for t in d.get("night_action") or ()),
+            vote=opt_int("vote"), verdict=None if verdict is None else str(verdict),
+            target=opt_int("target"), prisoner=opt_int("prisoner"),
+            jail_choice=opt_int("jail_choice"),
+            teammates=None if mates is None else tuple(int(s) for s in mates),
+            effects=None if effects is None else tuple(str(e) for e in effects))
+
+
 @dataclass
 class View:
     viewer: str
@@ -89,10 +220,10 @@ class View:
     day: int
     phase: str
     phase_seq: int
-    roster: list[dict[str, Any]]
+    roster: Sequence[RosterEntry]
     events: list[dict[str, Any]]
     legal: list[LegalAction]
-    you: dict[str, Any] | None = None
+    you: SelfView | None = None
     trial: dict[str, Any] = field(default_factory=dict)
     result: str | None = None
     winners: list[int] = field(default_factory=list)
@@ -100,10 +231,11 @@ class View:
     def to_dict(self) -> dict[str, Any]:
         return {
             "viewer": self.viewer, "version": self.version, "day": self.day,
-            "phase": self.phase, "phase_seq": self.phase_seq, "roster": self.roster,
+            "phase": self.phase, "phase_seq": self.phase_seq,
+            "roster": [r.to_dict() for r in self.roster],
             "events": self.events, "legal": [a.to_dict() for a in self.legal],
-            "you": self.you, "trial": self.trial, "result": self.result,
-            "winners": self.winners,
+            "you": None if self.you is None else self.you.to_dict(), "trial": self.trial,
+            "result": self.result, "winners": self.winners,
         }
 
     @classmethod
@@ -124,48 +256,49 @@ class View:
             out = cls(
                 viewer=str(data["viewer"]), version=int(data["version"]),
                 day=int(data["day"]), phase=str(data["phase"]),
-                phase_seq=int(data["phase_seq"]), roster=objects(data["roster"]),
+                phase_seq=int(data["phase_seq"]),
+                roster=[RosterEntry.from_dict(r) for r in objects(data["roster"])],
                 events=objects(data["events"]),
                 legal=[LegalAction.from_dict(a) for a in data.get("legal", [])],
-                you=dict(you) if you is not None else None, trial=dict(trial),
+                you=SelfView.from_dict(you) if you is not None else None, trial=dict(trial),
                 result=data.get("result"), winners=[int(w) for w in data.get("winners", [])],
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed view: {exc!r}") from exc
         if not all(type(e.get("v")) is int for e in out.events):
             raise ValueError("malformed view: every event needs an integer 'v'")
         return out
 
 
-def _roster_entry(p: Player, known: bool, all_known: bool) -> dict[str, Any]:
+def _roster_entry(p: Player, known: bool, all_known: bool) -> RosterEntry:
     """`all_known`: an omniscient viewer, or the game is over; only then does
     a forged will carry its label (the town reads a forgery as the will, as
     in the game; a label would undo the Forger: docs/rules.md)."""
     death = p.death
     if p.alive or death is None:
-        return {"slot": p.slot, "name": p.name, "alive": p.alive,
-                "role": ROLES[p.role].name if known else None, "revealed_mayor": p.revealed}
+        return RosterEntry(p.slot, p.name, p.alive, ROLES[p.role].name if known else None,
+                           p.revealed)
     # a dead player shows the role the town saw at death, and the graveyard entry
-    return {"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
-            "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)}
+    return RosterEntry(p.slot, p.name, False, death.role_shown, p.revealed,
+                       _graveyard(death, all_known))
 
 
 # The graveyard entry of each death as viewers see it, made once: a Death is
 # never changed once the engine has made it, and every view of the rest of
 # the game shows it. Kept with the Death itself, so an entry is only ever
 # found again for the same object.
-_GRAVEYARD: dict[tuple[int, bool], tuple[Death, FrozenDict]] = {}
+_GRAVEYARD: dict[tuple[int, bool], tuple[Death, Grave]] = {}
 
 
-def _graveyard(death: Death, all_known: bool) -> FrozenDict:
+def _graveyard(death: Death, all_known: bool) -> Grave:
     key = (id(death), all_known)
     hit = _GRAVEYARD.get(key)
     if hit is None or hit[0] is not death:
         if len(_GRAVEYARD) > 4096:
             _GRAVEYARD.clear()
-        hit = _GRAVEYARD[key] = (death, FrozenDict(
-            day=death.day, at_night=death.at_night, causes=list(death.causes),
-            will=death.will, death_notes=list(death.death_notes), cleaned=death.cleaned,
+        hit = _GRAVEYARD[key] = (death, Grave(
+            day=death.day, at_night=death.at_night, causes=tuple(death.causes),
+            will=death.will, death_notes=tuple(death.death_notes), cleaned=death.cleaned,
             forged=death.forged and all_known))
     return hit[1]
 
@@ -174,30 +307,38 @@ _FACTION_VALUE = {f: f.value for f in Faction}
 _PHASE_VALUE = {p: p.value for p in Phase}
 
 
-def _self_view(game: Game, p: Player) -> dict[str, Any]:
+_new = object.__new__
+
+
+def _self_view(game: Game, p: Player) -> SelfView:
+    """The seat's card. Built by filling the new object's `__dict__` in one
+    step, not through the frozen dataclass's `__init__` (one guarded setattr
+    per field, 21 of them): a game builds a card for every view it hands out,
+    and that `__init__` alone cost more than the rest of a view. SelfView has
+    no `__post_init__`, so the result is the same object `SelfView(...)` makes
+    (`tests/test_view_typed.py` checks that it holds exactly the fields)."""
     spec = ROLES[p.role]
     slot = p.slot
-    you: dict[str, Any] = {
-        "slot": slot, "name": p.name, "role": spec.name, "role_key": p.role,
-        "faction": _FACTION_VALUE[spec.faction], "alignment": spec.alignment,
-        "summary": spec.summary, "goal": spec.goal, "alive": p.alive,
-        "uses": dict(p.uses), "will": p.will, "death_note": p.death_note,
-        "jailed": game.prisoner == slot,
-        "night_action": list(game.night_actions.get(slot, ())),
-        "vote": game.votes.get(slot), "verdict": game.verdicts.get(slot),
-    }
-    if p.role == "executioner" and p.target is not None:
-        you["target"] = p.target
-    if p.role == "jailor":
-        you["prisoner"] = game.prisoner
-        you["jail_choice"] = game.jail_choice
     team = spec.night_chat
-    if team:
-        you["teammates"] = [q.slot for q in game.players
-                            if ROLES[q.role].night_chat == team and q.slot != slot]
-    if p.effects:  # your own lasting effects (blackmailed, doused is not told)
-        you["effects"] = sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS)
-    return you
+    jailor = p.role == "jailor"
+    card = _new(SelfView)
+    card.__dict__.update(
+        slot=slot, name=p.name, role=spec.name, role_key=p.role,
+        faction=_FACTION_VALUE[spec.faction], alignment=spec.alignment,
+        summary=spec.summary, goal=spec.goal, alive=p.alive,
+        uses=FrozenDict(p.uses), will=p.will, death_note=p.death_note,
+        jailed=game.prisoner == slot, night_action=tuple(game.night_actions.get(slot, ())),
+        vote=game.votes.get(slot), verdict=game.verdicts.get(slot),
+        target=p.target if p.role == "executioner" else None,
+        prisoner=game.prisoner if jailor else None,
+        jail_choice=game.jail_choice if jailor else None,
+        teammates=tuple(q.slot for q in game.players
+                        if ROLES[q.role].night_chat == team and q.slot != slot)
+        if team else None,
+        # your own lasting effects (blackmailed; being doused is not told)
+        effects=tuple(sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS))
+        if p.effects else None)
+    return card
 
 
 def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
@@ -213,25 +354,78 @@ def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
     return frozenset(q.slot for q in game.players if ROLES[q.role].night_chat == team)
 
 
-def _roster(game: Game, known: frozenset[int] | None, all_known: bool) -> list[dict[str, Any]]:
+@dataclass(slots=True)
+class _Rosters:
+    """One game's rosters as its viewers see them, kept while no seat's
+    public state (alive, revealed, role, name, death and its shown role)
+    changes: a game hands out a view per seat and turn (some 270 in a
+    15-player game) and its roster changes only a dozen times. `entries`
+    holds each seat's entry per (slot, role shown or forged label shown,
+    dead); `variants` each viewer's whole roster, by (`known`, `all_known`)."""
+
+    game: weakref.ref[Game]
+    state: list[tuple[Any, ...]]
+    entries: dict[tuple[int, bool, bool], RosterEntry] = field(default_factory=dict)
+    variants: dict[tuple[frozenset[int] | None, bool], tuple[RosterEntry, ...]] = field(
+        default_factory=dict)
+
+
+_ROSTERS: dict[int, _Rosters] = {}
+
+
+def _forget(game_id: int) -> Callable[[weakref.ref[Game]], None]:
+    def drop(ref: weakref.ref[Game]) -> None:
+        hit = _ROSTERS.get(game_id)
+        if hit is not None and hit.game is ref:
+            del _ROSTERS[game_id]
+    return drop
+
+
+def _roster(game: Game, known: frozenset[int] | None,
+            all_known: bool) -> tuple[RosterEntry, ...]:
     """Every seat as `_roster_entry` writes it (`known` None: every role is
-    known). One loop instead of a call per seat: a game hands out a view per
-    seat and turn."""
-    out: list[dict[str, Any]] = []
+    known), from the game's `_Rosters` when nothing the roster shows has
+    changed since (entries are frozen, so viewers may share them)."""
+    players = game.players
+    # what an entry shows; a death's shown role is read from the Death itself
+    state = [(p.alive, p.revealed, p.role, p.name, p.death, p.death and p.death.role_shown)
+             for p in players]
+    key = (known, all_known)
+    cache = _ROSTERS.get(id(game))
+    if cache is None or cache.game() is not game:
+        cache = _ROSTERS[id(game)] = _Rosters(weakref.ref(game, _forget(id(game))), state)
+    elif cache.state != state:
+        cache.state = state
+        cache.entries.clear()
+        cache.variants.clear()
+    else:
+        hit = cache.variants.get(key)
+        if hit is not None:
+            return hit
+    entries = cache.entries
+    out: list[RosterEntry] = []
     append = out.append
-    for p in game.players:
-        death = p.death
+    for p in players:
+        death, slot = p.death, p.slot
         if p.alive or death is None:
-            alive, slot = p.alive, p.slot
+            alive = p.alive
             seen = (known is None or not alive or slot in known
                     or (p.revealed and p.role == "mayor"))
-            append({"slot": slot, "name": p.name, "alive": alive,
-                    "role": ROLES[p.role].name if seen else None,
-                    "revealed_mayor": p.revealed})
+            entry_key = (slot, seen, False)
+            entry = entries.get(entry_key)
+            if entry is None:
+                entry = entries[entry_key] = RosterEntry(
+                    slot, p.name, alive, ROLES[p.role].name if seen else None, p.revealed)
         else:  # as `_roster_entry` writes a dead player
-            append({"slot": p.slot, "name": p.name, "alive": False, "role": death.role_shown,
-                    "revealed_mayor": p.revealed, "death": _graveyard(death, all_known)})
-    return out
+            entry_key = (slot, all_known, True)
+            entry = entries.get(entry_key)
+            if entry is None:
+                entry = entries[entry_key] = RosterEntry(
+                    slot, p.name, False, death.role_shown, p.revealed,
+                    _graveyard(death, all_known))
+        append(entry)
+    roster = cache.variants[key] = tuple(out)
+    return roster
 
 
 def view(game: Game, viewer: Viewer, since: int = 0) -> View:

@@ -1143,14 +1143,15 @@ class _Runner:
         assert c.slot is not None
         field_name, want = c.value
         entry = view(self.g, PUBLIC_VIEWER).roster[c.slot - 1]
-        death = entry.get("death")
-        if entry["alive"] or death is None:
+        death = entry.death
+        if entry.alive or death is None:
             return f"{self.who(c.slot)} has no graveyard entry (alive)"
         # the forged mark is the omniscient view's alone while the game is live
-        forged = view(self.g, OMNISCIENT_VIEWER).roster[c.slot - 1]["death"]["forged"]
-        got = {"role": entry["role"], "cleaned": death.get("cleaned", False),
-               "will": death["will"], "forged": forged,
-               "death_notes": tuple(death["death_notes"])}[field_name]
+        grave = view(self.g, OMNISCIENT_VIEWER).roster[c.slot - 1].death
+        forged = grave is not None and grave.forged
+        got = {"role": entry.role, "cleaned": death.cleaned,
+               "will": death.will, "forged": forged,
+               "death_notes": death.death_notes}[field_name]
         if field_name == "role":
             found = find_role(str(want))
             want = found.name if found is not None else want

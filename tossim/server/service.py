@@ -545,7 +545,8 @@ async def summary(store: Store, game_id: str) -> dict[str, Any]:
         # version would count hidden events); otherwise the game's version
         out["version"] = (game.version if privileged_allowed(row)
                           else seq_at(game, PUBLIC_VIEWER, game.version))
-        out["graveyard"] = [e for e in view(game, PUBLIC_VIEWER).roster if not e["alive"]]
+        out["graveyard"] = [e.to_dict() for e in view(game, PUBLIC_VIEWER).roster
+                            if not e.alive]
         out["names"] = [p.name for p in game.players]
     # AI-written summaries of the public discussion of each finished day
     out["summaries"] = [{"day": d, "text": t} for d, t in await store.summaries(game_id)]

@@ -542,7 +542,8 @@ class Connection:
         if not self.delay:  # a delayed spectator must not see the present state
             state = {
                 "day": v.day, "phase": v.phase, "phase_seq": v.phase_seq,
-                "deadline": mirror.deadline, "roster": v.roster, "you": v.you,
+                "deadline": mirror.deadline, "roster": [r.to_dict() for r in v.roster],
+                "you": None if v.you is None else v.you.to_dict(),
                 "legal": [a.to_dict() for a in v.legal], "trial": v.trial,
                 "result": v.result, "winners": v.winners}
         # when the newest event this viewer may see was published: a hidden

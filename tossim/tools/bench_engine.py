@@ -15,11 +15,15 @@ shares near 0 (draws, a rare neutral). Two tables:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tossim.engine import Game
+from tossim.engine import Game, GameConfig
+from tossim.engine.replay import rerun
 from tossim.engine.roles import ROLES, Faction
 from tossim.engine.victory import KILLING_SIDES, WIN_CONDITIONS
 
@@ -92,3 +96,15 @@ def report_lines(o: Outcomes) -> list[str]:
         if o.dealt[key]:
             lines.append(_row(_label(key), o.won[key], o.dealt[key]))
     return lines
+
+
+def events_digest(logs: Iterable[tuple[GameConfig, list[dict[str, object]]]]) -> str:
+    """A sha256 of every event (with its audience and secrets) of the games
+    these command logs replay to, in order: two builds that print the same
+    digest played the same games, so a speed-up that changed play shows."""
+    digest = hashlib.sha256()
+    for config, commands in logs:
+        for e in rerun(config, commands).events:
+            digest.update(json.dumps(e.to_dict(), sort_keys=True).encode())
+            digest.update(b"\n")
+    return digest.hexdigest()
