@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tossim.agents import bot_hints, talk
@@ -33,7 +34,9 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
+from tossim.engine.role_lists import RoleListError, SlotKind, parse_slot
 from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
+from tossim.engine.roles.town import SHERIFF_KEYS
 from tossim.engine.view import View
 
 # The claim kinds, as module names: `_hear` compares each claim heard with them.
@@ -47,11 +50,17 @@ VISITING_TOWN = frozenset({"sheriff", "investigator", "escort", "lookout", "tran
                            "vigilante"})
 REVIVE_ORDER = ("jailor", "sheriff", "investigator", "doctor", "lookout", "escort",
                 "vigilante", "bodyguard", "transporter", "spy", "medium", "mayor", "veteran")
+# Roles whose night ability finds something every night: one claimed with no
+# result to tell by the claim round is likely a cover.
+ALWAYS_FIND = ("sheriff", "investigator")
+SILENT_INVESTIGATOR = 0.5
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
 CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
 CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
+# evidence thresholds shrink as the share of enemies among the living grows
+URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.6, 2.0, 0.3
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
@@ -60,20 +69,6 @@ DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
 VOTE_TALK_P = 0.35  # ... says why as it votes
 VERDICT_TALK_P = 0.25  # ... comments on a defence as it judges
 DRAW_WATCH_DAY = 6  # from here on a day without deaths brings a draw by time closer
-
-
-def _possible_roles(role_list: list[str]) -> frozenset[str]:
-    if not role_list:
-        return frozenset(ROLES)
-    out: set[str] = set()
-    for s in role_list:
-        if s in ROLES:
-            out.add(s)
-        elif s == "town_killing":
-            out.update(("veteran", "vigilante"))
-        else:  # random town and other random categories
-            out.update(k for k, r in ROLES.items() if r.faction is Faction.TOWN)
-    return frozenset(out)
 
 
 _ENEMY: dict[str, tuple[Role, bool]] = {}  # role key -> (the role read, an enemy?)
@@ -92,13 +87,57 @@ def _enemy(role: str) -> bool:
     return hit[1]
 
 
-def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
-    """How bad an Investigator's result is: the mean threat of the roles in it
-    that this game can deal (a "don't lynch" role counts as harmless here)."""
-    keys = [r for n in roles if (r := find_role(n)) is not None and r.key in possible]
-    if not keys:
+@dataclass(frozen=True)
+class RoleOdds:
+    """What a game's role list says about who may be who, read through the
+    engine's own slot parser (so "Town Investigative", "Any" and keys count
+    as the deal does): per role, how many slots can deal it and how many of
+    it the deal gives on average (each slot's candidates equally likely);
+    the roles a narrow slot (a role or an alignment category) can deal (a
+    claim only a Random or Any slot explains is a little less likely); and
+    how many enemies of the Town the deal gives on average."""
+
+    slots: dict[str, int]
+    expected: dict[str, float]
+    narrow: frozenset[str]
+    enemies: float
+
+    @staticmethod
+    def of(role_list: list[str], custom: bool) -> RoleOdds:
+        slots: dict[str, int] = {}
+        expected: dict[str, float] = {}
+        narrow: set[str] = set()
+        for text in role_list:
+            try:
+                slot = parse_slot(text)
+            except RoleListError:
+                continue
+            cands = slot.candidates(custom=custom, any_custom_only=custom)
+            for r in cands:
+                slots[r.key] = slots.get(r.key, 0) + 1
+                expected[r.key] = expected.get(r.key, 0.0) + 1.0 / len(cands)
+                if slot.kind in (SlotKind.ROLE, SlotKind.CATEGORY):
+                    narrow.add(r.key)
+        if not slots:  # no list: every role as likely as any other
+            slots = {k: 15 for k in ROLES}
+            expected = {k: 1.0 for k in ROLES}
+        enemies = sum(n for k, n in expected.items() if _enemy(k))
+        return RoleOdds(slots, expected, frozenset(narrow or slots), enemies)
+
+
+NO_ODDS = RoleOdds({k: 15 for k in ROLES}, {k: 1.0 for k in ROLES}, frozenset(ROLES), 4.0)
+
+
+def _group_evil(roles: tuple[str, ...], odds: RoleOdds) -> float:
+    """How bad an Investigator's result is: the threat of the roles in it,
+    each weighed by how many of it this game's list deals on average (a
+    "don't lynch" role counts as harmless here)."""
+    weights = [(r, odds.expected.get(r.key, 0.0)) for n in roles
+               if (r := find_role(n)) is not None]
+    total = sum(w for _, w in weights)
+    if total <= 0.0:
         return 0.0
-    return sum(max(0.0, threat(r)) for r in keys) / len(keys)
+    return sum(max(0.0, threat(r)) * w for r, w in weights) / total
 
 
 def _legal(obs: View) -> dict[str, LegalAction]:
@@ -115,7 +154,7 @@ class ScriptedBot:
         self.names: tuple[str, ...] = ()
         self.vocab: cv.Vocabulary | None = None
         self.possible: frozenset[str] = frozenset(ROLES)
-        self.fixed: frozenset[str] = frozenset(ROLES)  # roles the role list names outright
+        self.odds = NO_ODDS
         self.role = ""
         self.mafia = False
         self.team: frozenset[int] = frozenset()
@@ -160,6 +199,7 @@ class ScriptedBot:
         self.claim_round = False  # the town has been asked to claim
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
+        self.gave_results: set[int] = set()  # players who have said a result of their own
         self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
         self.lines_heard: set[str] = set()  # public lines so far (never said twice)
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
@@ -296,6 +336,8 @@ class ScriptedBot:
                 continue  # saying it again adds nothing
             self.heard.add(sig)
             self.reports.append((src, kind, target, w, extra))
+            if kind in (_SUSPICIOUS, _INNOCENT, _GROUP):
+                self.gave_results.add(src)
             if target == self.slot and kind != _INNOCENT:
                 self.accused_me = True
         return bool(said)
@@ -344,7 +386,7 @@ class ScriptedBot:
     def group_weight(self, roles: tuple[str, ...], claim: str | None) -> float:
         evil = self.group_cache.get(roles)
         if evil is None:
-            evil = self.group_cache[roles] = _group_evil(roles, self.possible)
+            evil = self.group_cache[roles] = _group_evil(roles, self.odds)
         if claim is not None:
             if ROLES[claim].name in roles:
                 return 0.3 * evil - 0.2
@@ -386,25 +428,30 @@ class ScriptedBot:
                 s[p] += self.group_weight(roles, self.claims.get(p))
         dead_roles, claimants = self._claim_stats()
         town_me = ROLES[self.role].faction is Faction.TOWN
-        revealed, fixed, my_role, me = self.revealed, self.fixed, self.role, self.slot
+        revealed, fixed, my_role, me = self.revealed, self.odds.narrow, self.role, self.slot
         for p, c in self.claims.items():
             if p not in s or p in revealed:
                 continue
             if _enemy(c):
                 s[p] += 3.0
             elif c in dead_roles:
-                s[p] += 1.5 if ROLES[c].unique else 0.8
+                # a second player of a dead role: unlikely when few slots can deal it
+                s[p] += 1.5 if ROLES[c].unique else 1.6 / max(2, self.odds.slots.get(c, 2))
             else:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.35
-                if c not in fixed and c not in ("veteran", "vigilante"):
-                    s[p] += 0.15  # only the Random Town slot can be this role
+                if c not in fixed:
+                    s[p] += 0.15  # only a Random or Any slot can be this role
             if town_me and c == my_role and p != me:
-                s[p] += 2.0 if ROLES[c].unique else 0.8  # I know who has my role
+                # I know who has my role; a role the list may deal twice is
+                # still more often a cover than a second one
+                s[p] += 2.0 if ROLES[c].unique else 0.6
         if self.claim_round:
             for p in s:
                 if p not in self.claims:
                     s[p] += 0.25
+                elif self.claims[p] in ALWAYS_FIND and p not in self.gave_results:
+                    s[p] += SILENT_INVESTIGATOR  # an investigator with nothing to show
         for p in self.revealed:
             if p in s:
                 s[p] -= 3.0
@@ -592,7 +639,8 @@ class ScriptedBot:
             dead_roles, _ = self._claim_stats()
             if claim in dead_roles and ROLES[claim].unique:
                 return talk.pick(rng, talk.reason_claimed_dead_role(cname))
-            if claim == self.role and ROLES[self.role].faction is Faction.TOWN:
+            if claim == self.role and ROLES[self.role].faction is Faction.TOWN \
+                    and ROLES[claim].unique:
                 return talk.pick(rng, talk.reason_my_role(cname))
             other = next((p for p, c in sorted(self.claims.items()) if c == claim and p != t
                           and p in self.alive and p != self.slot), None)
@@ -668,7 +716,7 @@ class ScriptedBot:
                 return ""
             t, why = scored[self.rng.randrange(len(scored))]
         else:
-            at = 0.45 if self.claim_round else 0.6
+            at = (0.45 if self.claim_round else 0.6) * self._urgency()
             top_t, top = self._top_suspect(sorted(s))
             reason = self._why(top_t) if top_t is not None and top >= at else None
             if top_t is None or reason is None:
@@ -686,6 +734,21 @@ class ScriptedBot:
         suspects most."""
         return self.draw_warned == self.day or (
             self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1)
+
+    def _enemies_left(self) -> float:
+        """How many enemies of the Town the deal holds on average, less those
+        already seen dead (the graveyard is public)."""
+        dead = sum(1 for r in self.dead_role.values() if _enemy(r))
+        return max(0.0, self.odds.enemies - dead)
+
+    def _urgency(self) -> float:
+        """How much less evidence a lynch needs today (1: none less): the more
+        of the other living players the deal says are still enemies, the
+        better the odds that today's best suspect is one, and a day without
+        a lynch is a night more for every killer."""
+        others = max(1, len(self.alive) - 1)
+        density = self._enemies_left() / others
+        return min(1.0, max(URGENT_FLOOR, URGENT_BASE - URGENT_SLOPE * density))
 
     def _put_up(self, s: dict[int, float]) -> str:
         """A quiet day (nobody has called for a vote yet): some Town players
@@ -842,6 +905,7 @@ class ScriptedBot:
             return wagon[0] if wagon else None
         best, top = self._best(cands, lambda c: s.get(c, 0.0))
         at = 0.2 if endgame else (0.45 if self.claim_round else VOTE_AT)
+        at *= self._urgency()
         if best is not None and top >= at:
             return best
         called = self._called(cands, s)
@@ -949,7 +1013,7 @@ class ScriptedBot:
                      or (claim == self.role and ROLES[self.role].unique))
         # an uncontested Town claim needs real evidence (a result, a caught lie);
         # with a draw by time near, a lynch on slighter grounds beats none
-        at = CONTESTED_AT if contested else CLEAR_CLAIM_AT
+        at = (CONTESTED_AT if contested else CLEAR_CLAIM_AT) * self._urgency()
         if self._draw_near():
             at /= 2
         return "guilty" if s >= at else "innocent"
@@ -1169,9 +1233,10 @@ def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
-    role_list = d.get("role_list") or []
-    b.possible = _possible_roles(role_list)
-    b.fixed = frozenset(r for r in role_list if r in ROLES) if role_list else frozenset(ROLES)
+    role_list = [str(r) for r in d.get("role_list") or ()]
+    b.odds = RoleOdds.of(role_list, d.get("mode") == "custom") if role_list else NO_ODDS
+    b.possible = frozenset(b.odds.slots)
+    b.group_cache = {}
 
 
 def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1356,9 +1421,8 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "dawn.role": _on_dawn_role,
     "lynch.death": _on_lynch,
     "mayor.reveal": _on_reveal,
-    "night.sheriff_mafia": _on_sheriff(True),
-    "night.sheriff_sk": _on_sheriff(True),
-    "night.sheriff_suspicious": _on_sheriff(True),
+    # every suspicious result the Sheriff can get (a Werewolf's on a full moon too)
+    **{f"night.sheriff_{k}": _on_sheriff(True) for k in (*SHERIFF_KEYS.values(), "suspicious")},
     "night.sheriff_innocent": _on_sheriff(False),
     "night.sheriff_innocent_modern": _on_sheriff(False),
     "night.investigator": _on_investigator,
@@ -1371,10 +1435,8 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
 # it claims something, a vote only when it opens the claim round: their
 # handlers say so themselves).
 _CHANGES_SUSPICION = frozenset({
-    "dawn.will", "lynch.will", "mayor.reveal",
-    "lynch.death",
-    "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
-    "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",
+    "dawn.will", "lynch.will", "mayor.reveal", "lynch.death", "night.investigator",
+    *(k for k in _HANDLER_FUNCS if k.startswith("night.sheriff_")),
 })
 # event key -> (handler, whether suspicion must be computed again afterwards)
 _HANDLERS: dict[str, tuple[Callable[[ScriptedBot, dict[str, Any]], None], bool]] = {
