@@ -61,6 +61,7 @@ CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
 URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.6, 2.0, 0.3
+MUST_LYNCH_ALIVE = 5  # this few alive with a killer among them: lynch someone today
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
@@ -185,6 +186,7 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.killers_seen: dict[str, int] = {}  # enemy killer kind -> last day a body showed it
         self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
         self.draw_warned = 0  # the day the game warned of a draw by time tomorrow
         self.team_target: int | None = None
@@ -717,8 +719,11 @@ class ScriptedBot:
             t, why = scored[self.rng.randrange(len(scored))]
         else:
             at = (0.45 if self.claim_round else 0.6) * self._urgency()
-            top_t, top = self._top_suspect(sorted(s))
-            reason = self._why(top_t) if top_t is not None and top >= at else None
+            must = self._must_lynch()
+            top_t, top = self._top_suspect([p for p in sorted(s) if p not in self.revealed])
+            reason = self._why(top_t) if top_t is not None and (top >= at or must) else None
+            if reason is None and must and top_t is not None:
+                reason = talk.pick(self.rng, talk.reason_must_lynch())
             if top_t is None or reason is None:
                 return self._put_up(s)
             t, why = top_t, reason
@@ -739,7 +744,27 @@ class ScriptedBot:
         """How many enemies of the Town the deal holds on average, less those
         already seen dead (the graveyard is public)."""
         dead = sum(1 for r in self.dead_role.values() if _enemy(r))
-        return max(0.0, self.odds.enemies - dead)
+        return max(float(self._killers_at_large()), self.odds.enemies - dead)
+
+    def _killers_at_large(self) -> int:
+        """Enemy killers the graveyard proves alive: a body showed their kind
+        of kill, and no player of that kind has been seen dead since (the
+        Mafia: a Mafia kill last night)."""
+        dead = set(self.dead_role.values())
+        n = 0
+        for kind, day in self.killers_seen.items():
+            if kind == "mafia":
+                n += day >= self.day - 1
+            elif kind not in dead:
+                n += 1
+        return n
+
+    def _must_lynch(self) -> bool:
+        """Few players left and a killer among them, or a draw by time
+        near: a day without a lynch is the game lost or drawn, so the Town
+        lynches its best suspect (docs/rules.md, fairness figures)."""
+        return self._draw_near() or (
+            len(self.alive) <= MUST_LYNCH_ALIVE and self._killers_at_large() > 0)
 
     def _urgency(self) -> float:
         """How much less evidence a lynch needs today (1: none less): the more
@@ -881,7 +906,7 @@ class ScriptedBot:
             tally[t] = tally.get(t, 0) + 1
         if role == "executioner" and self.exe_target in cands:
             return self.exe_target
-        endgame = len(self.alive) <= 4 or self._draw_near()
+        endgame = len(self.alive) <= 4 or self._must_lynch()
         if role == "jester":
             wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
             return wagon[0] if wagon and self.rng.random() < 0.5 else None
@@ -911,6 +936,12 @@ class ScriptedBot:
         called = self._called(cands, s)
         if called is not None:
             return called
+        if endgame and self._must_lynch():
+            # today's lynch matters more than whose: join the biggest wagon on
+            # anyone this bot has nothing for, else vote its best suspect
+            wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands
+                     and s.get(t, 0.0) >= -0.1 and t not in self.revealed]
+            return wagon[0] if wagon else best
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
         # join a wagon with momentum on someone this bot has something against
         if wagon and s.get(wagon[0], 0.0) >= (0.1 if tally[wagon[0]] >= 2 else 0.45) \
@@ -1014,8 +1045,8 @@ class ScriptedBot:
         # an uncontested Town claim needs real evidence (a result, a caught lie);
         # with a draw by time near, a lynch on slighter grounds beats none
         at = (CONTESTED_AT if contested else CLEAR_CLAIM_AT) * self._urgency()
-        if self._draw_near():
-            at /= 2
+        if self._must_lynch():
+            at /= 4
         return "guilty" if s >= at else "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
@@ -1311,6 +1342,9 @@ def _on_pardon(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 def _on_dawn_death(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.night_deaths.setdefault(b.ev_day - 1, set()).add(d["player"])
+    for cause in d.get("causes") or ():  # a killer's kind, read off the body
+        if isinstance(cause, str) and (cause == "mafia" or _enemy(cause)):
+            b.killers_seen[cause] = b.ev_day
 
 
 def _on_dawn_role(b: ScriptedBot, d: dict[str, Any]) -> None:
