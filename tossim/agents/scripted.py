@@ -64,6 +64,8 @@ URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.6, 2.0, 0.3
 MUST_LYNCH_ALIVE = 5  # this few alive with a killer among them: lynch someone today
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
+TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
+TUNNEL_SUS = 0.3  # ... which makes the caller a little suspect
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
@@ -202,6 +204,7 @@ class ScriptedBot:
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
         self.gave_results: set[int] = set()  # players who have said a result of their own
+        self.pushed: dict[tuple[int, int], set[int]] = {}  # (caller, target) -> days called
         self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
         self.lines_heard: set[str] = set()  # public lines so far (never said twice)
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
@@ -316,6 +319,8 @@ class ScriptedBot:
                 continue
             if kind == _ACCUSE or (kind == _SUSPICIOUS and self.claims.get(src) == "sheriff"):
                 self._call(src, c.target, day)
+            if kind == _ACCUSE:
+                self.pushed.setdefault((src, c.target), set()).add(day)
             if kind == _VISITED:
                 self._said.setdefault(src, []).append(c)
             w = 0.0
@@ -343,6 +348,16 @@ class ScriptedBot:
             if target == self.slot and kind != _INNOCENT:
                 self.accused_me = True
         return bool(said)
+
+    def tunnels(self, src: int, target: int) -> bool:
+        """`src` has called for `target`'s lynch on several days with no
+        result of their own against them: what an Executioner does, so the
+        calls alone move nobody (docs/rules.md, fairness figures)."""
+        days = self.pushed.get((src, target))
+        if days is None or len(days) < TUNNEL_DAYS or src == self.slot:
+            return False
+        return not any(r[0] == src and r[2] == target and r[1] != cv.ACCUSE
+                       for r in self.reports)
 
     def _call(self, src: int, target: int, day: int) -> None:
         """Someone called for a vote on `target` today (in public)."""
@@ -407,6 +422,7 @@ class ScriptedBot:
         claim_of = self.claims.get
         dead_role = self.dead_role
         group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
+        accuse = cv.ACCUSE
         for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
@@ -424,6 +440,10 @@ class ScriptedBot:
                 w *= 0.4
             elif kind == visited and claim_of(target) in VISITING_TOWN:
                 w *= 0.3
+            elif kind == accuse and self.tunnels(src, target):
+                if src in s:
+                    s[src] += TUNNEL_SUS / max(1, len(self.pushed[(src, target)]) - 1)
+                continue
             s[target] += t * w
         for p, roles in self.own_groups.items():
             if p in s:
@@ -968,7 +988,8 @@ class ScriptedBot:
             if self.slot in self.calls[t]:
                 return t  # vote as one spoke
             # the callers' word, and what this bot holds against them already
-            weight = sum(self.trust(src) for src in self.calls[t] if src != t) + s.get(t, 0.0)
+            weight = sum(self.trust(src) for src in self.calls[t]
+                         if src != t and not self.tunnels(src, t)) + s.get(t, 0.0)
             if (weight, s.get(t, 0.0)) > top:
                 best, top = t, (weight, s.get(t, 0.0))
         return best
