@@ -60,12 +60,13 @@ CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
 CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
-URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.6, 2.0, 0.3
+URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
 MUST_LYNCH_ALIVE = 5  # this few alive with a killer among them: lynch someone today
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
-TUNNEL_SUS = 0.3  # ... which makes the caller a little suspect
+TUNNEL_SUS = 0.3
+ACCUSE_CAP = 0.3  # the most that calls for a player's lynch alone add to suspicion  # ... which makes the caller a little suspect
 CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
@@ -423,6 +424,7 @@ class ScriptedBot:
         dead_role = self.dead_role
         group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
         accuse = cv.ACCUSE
+        called: dict[int, float] = {}  # target -> suspicion from calls so far
         for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
@@ -440,10 +442,15 @@ class ScriptedBot:
                 w *= 0.4
             elif kind == visited and claim_of(target) in VISITING_TOWN:
                 w *= 0.3
-            elif kind == accuse and self.tunnels(src, target):
-                if src in s:
-                    s[src] += TUNNEL_SUS / max(1, len(self.pushed[(src, target)]) - 1)
-                continue
+            elif kind == accuse:
+                if self.tunnels(src, target):
+                    if src in s:
+                        s[src] += TUNNEL_SUS / max(1, len(self.pushed[(src, target)]) - 1)
+                    continue
+                # a chorus of calls is not evidence: their sum is capped
+                room = ACCUSE_CAP - called.get(target, 0.0)
+                w = min(t * w, room) / t if room > 0 else 0.0
+                called[target] = called.get(target, 0.0) + t * w
             s[target] += t * w
         for p, roles in self.own_groups.items():
             if p in s:
