@@ -56,8 +56,8 @@ ALWAYS_FIND = ("sheriff", "investigator")
 SILENT_INVESTIGATOR = 0.5
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
-CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
-CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
+CLEAR_CLAIM_AT = 0.75  # evidence it takes to lynch an uncontested Town claim
+CONTESTED_AT = 0.95  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
 URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
