@@ -67,6 +67,7 @@ EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
 TUNNEL_SUS = 0.3
 ACCUSE_CAP = 0.3  # the most that calls for a player's lynch alone add to suspicion  # ... which makes the caller a little suspect
+PLAUSIBLE = 0.7  # the average deal of a role at which its claim is believed in full
 CALLED_AT = 1.0  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
@@ -389,6 +390,8 @@ class ScriptedBot:
                 base = 0.15
             elif claimants.get(claim, 0) > 1:
                 base = 0.4
+            # a role this list seldom deals is more often a cover than the truth
+            base *= min(1.0, self.odds.expected.get(claim, 0.0) / PLAUSIBLE)
         return base * self.credit.get(src, 1.0)
 
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
