@@ -67,6 +67,8 @@ EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
 TUNNEL_SUS = 0.3
 ACCUSE_CAP = 0.3  # the most that calls for a player's lynch alone add to suspicion  # ... which makes the caller a little suspect
+CORROBORATED = 0.3  # an Investigator's result that fits its target's claim speaks for them
+LONE_RESULT = 0.7  # what a claimed Sheriff's "X is suspicious!" weighs
 PLAUSIBLE = 0.7  # the average deal of a role at which its claim is believed in full
 CALLED_AT = 1.0  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
@@ -328,7 +330,7 @@ class ScriptedBot:
             w = 0.0
             extra: Any = None
             if kind == _SUSPICIOUS:
-                w = 1.0
+                w = LONE_RESULT  # one living player's word, until a flip or another result backs it
             elif kind == _INNOCENT:
                 w = -0.7
             elif kind == _ACCUSE:
@@ -437,11 +439,15 @@ class ScriptedBot:
             if t <= 0.0:
                 continue
             if kind == group:
-                w = self.group_weight(extra, claim_of(target))
+                tc = claim_of(target)
+                w = self.group_weight(extra, tc)
+                if src in s and tc is not None and tc in ROLES and ROLES[tc].name in extra:
+                    s[src] -= CORROBORATED  # their result fits what the player claimed
                 if claim_of(src) != "investigator" and src not in dead_role:
                     w *= 0.5
-            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff" \
-                    and src not in dead_role:
+            elif kind in (suspicious, innocent) and src in dead_role:
+                w = 1.0 if kind == suspicious else w  # a will: the flip backs it
+            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff":
                 w *= 0.4
             elif kind == visited and claim_of(target) in VISITING_TOWN:
                 w *= 0.3
@@ -471,7 +477,7 @@ class ScriptedBot:
                 s[p] += 1.5 if ROLES[c].unique else 1.6 / max(2, self.odds.slots.get(c, 2))
             else:
                 if claimants[c] > 1:  # two living players claim the same role
-                    s[p] += 0.35
+                    s[p] += 0.7 / max(2, self.odds.slots.get(c, 2))  # unless the list deals many
                 if c not in fixed:
                     s[p] += 0.15  # only a Random or Any slot can be this role
             if town_me and c == my_role and p != me:
