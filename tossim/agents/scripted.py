@@ -61,7 +61,7 @@ CONTESTED_AT = 0.95  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
 URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
-MUST_LYNCH_ALIVE = 5  # this few alive with a killer among them: lynch someone today
+MUST_LYNCH_ALIVE = 6  # this few alive with a killer among them: lynch someone today
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
