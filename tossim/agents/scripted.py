@@ -192,6 +192,7 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.burned: set[int] = set()  # players an Arsonist's fire killed
         self.killers_seen: dict[str, int] = {}  # enemy killer kind -> last day a body showed it
         self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
         self.draw_warned = 0  # the day the game warned of a draw by time tomorrow
@@ -339,7 +340,7 @@ class ScriptedBot:
                 extra = c.roles
             elif kind == _VISITED:
                 died = c.target in self.night_deaths.get(day - 1, ())
-                w, extra = (1.0 if died else 0.1), c.visitor
+                w, extra = (1.0 if died else 0.1), c.target  # the house visited
             target = c.visitor if kind == _VISITED else c.target
             assert target is not None
             sig = (src, kind, target, c.target if kind == _VISITED else None)
@@ -413,8 +414,11 @@ class ScriptedBot:
         if claim is not None:
             if ROLES[claim].name in roles:
                 return 0.3 * evil - 0.2
-            # caught lying; but a Jester lies on purpose to get lynched
-            return 0.7 if "Jester" in roles else 1.5
+            # caught lying; but a Jester lies on purpose to get lynched, and a
+            # player an Arsonist doused shows the Arsonist's group (rules A4)
+            if "Jester" in roles:
+                return 0.7
+            return 0.7 if "Arsonist" in roles and "arsonist" in self.possible else 1.5
         return 1.2 * evil
 
     def sus(self) -> dict[int, float]:
@@ -449,8 +453,11 @@ class ScriptedBot:
                 w = 1.0 if kind == suspicious else w  # a will: the flip backs it
             elif kind in (suspicious, innocent) and claim_of(src) != "sheriff":
                 w *= 0.4
-            elif kind == visited and claim_of(target) in VISITING_TOWN:
-                w *= 0.3
+            elif kind == visited:
+                if extra in self.burned:
+                    w = 1.0  # the house burned later: a douse leaves no other trace
+                if claim_of(target) in VISITING_TOWN:
+                    w *= 0.3
             elif kind == accuse:
                 if self.tunnels(src, target):
                     if src in s:
@@ -1382,6 +1389,8 @@ def _on_dawn_death(b: ScriptedBot, d: dict[str, Any]) -> None:
     for cause in d.get("causes") or ():  # a killer's kind, read off the body
         if isinstance(cause, str) and (cause == "mafia" or _enemy(cause)):
             b.killers_seen[cause] = b.ev_day
+        if cause == "arsonist":
+            b.burned.add(d["player"])
 
 
 def _on_dawn_role(b: ScriptedBot, d: dict[str, Any]) -> None:
