@@ -61,7 +61,8 @@ CONTESTED_AT = 0.95  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
 URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
-MUST_LYNCH_ALIVE = 6  # this few alive with a killer among them: lynch someone today
+# this few alive (at least 4, or 40% of the seats) with a killer among them: lynch today
+MUST_LYNCH_ALIVE, MUST_LYNCH_SHARE = 4, 0.4
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
@@ -806,8 +807,9 @@ class ScriptedBot:
         """Few players left and a killer among them, or a draw by time
         near: a day without a lynch is the game lost or drawn, so the Town
         lynches its best suspect (docs/rules.md, fairness figures)."""
+        few = max(MUST_LYNCH_ALIVE, round(MUST_LYNCH_SHARE * len(self.names)))
         return self._draw_near() or (
-            len(self.alive) <= MUST_LYNCH_ALIVE and self._killers_at_large() > 0)
+            len(self.alive) <= few and self._killers_at_large() > 0)
 
     def _urgency(self) -> float:
         """How much less evidence a lynch needs today (1: none less): the more
