@@ -84,3 +84,65 @@ def test_an_arsonist_ignites_when_its_lone_opponent_is_doused() -> None:
     bot.hint_memory = {"doused": {7}}  # type: ignore[attr-defined]
     action = LegalAction("night", ability="douse", targets=(4, 7))
     assert bot_hints.douse(bot, action) == (4,)  # targeting itself ignites
+
+
+def _started(bot: ScriptedBot, mode: str) -> ScriptedBot:
+    """The bot has seen a game of `mode` start (its role list)."""
+    from tossim.agents.scripted import _on_start
+    from tossim.engine.rules import make_config, new_game
+
+    game = new_game(make_config(mode, None, 0, None))
+    start = next(e for e in game.events if e.key == "game.start")
+    _on_start(bot, dict(start.data))
+    return bot
+
+
+def test_a_ranked_role_list_tells_the_bots_which_neutral_killers_may_be_dealt() -> None:
+    """"Neutral Killing" and "Random Mafia" are read as the deal reads them:
+    a Werewolf is possible, and an Investigator's Sheriff/Executioner/Werewolf
+    result counts against an unclaimed player."""
+    bot = _started(_town_bot(), "ranked")
+    assert {"werewolf", "arsonist", "consort"} <= bot.possible
+    assert bot.odds.enemies == 5.0  # Godfather, Mafioso, two Random Mafia, Neutral Killing
+    assert bot.group_weight(("Sheriff", "Executioner", "Werewolf"), None) > 0.2
+
+
+def test_a_sheriff_bot_keeps_a_full_moon_werewolf_result() -> None:
+    from tossim.agents.scripted import _HANDLERS
+
+    bot = _town_bot()
+    bot.role = "sheriff"
+    _HANDLERS["night.sheriff_werewolf"][0](bot, {"target": 5, "result": "suspicious"})
+    assert 5 in bot.checked_sus and bot.unshared[-1].kind == "suspicious"
+
+
+def test_a_warning_that_a_lynch_costs_a_town_role_is_not_begging() -> None:
+    from tossim.agents import claims as cv
+
+    vocab = cv.vocabulary(("Player 1", "Player 2"))
+    assert not vocab.parse("If you lynch me you lose a Town role for nothing.")
+    assert [c.kind for c in vocab.parse("Lynch me then, see what happens.")] == [cv.BEG]
+
+
+def test_few_players_left_with_a_killer_among_them_the_town_lynches_its_best_suspect() -> None:
+    bot = _town_bot(day=6)
+    bot.alive, bot.last_death_day = {1, 2, 3, 4}, 6  # someone died today: no draw near
+    bot.claims.update({2: "lookout", 3: "medium", 4: "escort"})
+    bot.own[3] = 0.2
+    assert bot._verdict(3) == "innocent"  # slight evidence, nothing forces a lynch
+    bot.killers_seen["arsonist"] = 5  # a body showed an Arsonist's fire; none has flipped
+    bot._sus = None
+    assert bot._must_lynch() and bot._verdict(3) == "guilty"
+
+
+def test_calls_to_lynch_one_player_day_after_day_with_no_result_move_nobody() -> None:
+    from tossim.agents import claims as cv
+
+    bot = _town_bot()
+    bot.names = tuple(f"Player {i}" for i in range(1, 8))
+    bot.vocab = cv.vocabulary(bot.names)
+    bot.claims[2] = "escort"
+    for day in (2, 3, 4):
+        bot._hear(5, "Vote Player 2!", day)
+    assert bot.tunnels(5, 2)
+    assert bot.sus()[5] > 0 and bot.sus()[2] <= 0.15

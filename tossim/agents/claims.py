@@ -102,7 +102,8 @@ class Vocabulary:
             rf"|The Mafia visited (?P<mv>{name}) last night\."
             rf"|Vote (?P<acc>{name})!"
             rf"|(?P<nc>I will not tell you my role\.)"
-            r"|(?P<beg>(?i:lynch me|go ahead|vote me|hang me)\b)"
+            # a dare, not a warning ("If you lynch me you lose a Town role")
+            r"|(?P<beg>(?<![Yy]ou )(?i:lynch me|go ahead|vote me|hang me)\b)"
         )
 
     def parse(self, text: str) -> tuple[Claim, ...]:

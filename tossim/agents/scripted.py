@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tossim.agents import bot_hints, talk
@@ -33,7 +34,9 @@ from tossim.engine.commands import (
     WriteWill,
 )
 from tossim.engine.legal import LegalAction
+from tossim.engine.role_lists import RoleListError, SlotKind, parse_slot
 from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
+from tossim.engine.roles.town import SHERIFF_KEYS
 from tossim.engine.view import SelfView, View
 
 # The claim kinds, as module names: `_hear` compares each claim heard with them.
@@ -47,33 +50,33 @@ VISITING_TOWN = frozenset({"sheriff", "investigator", "escort", "lookout", "tran
                            "vigilante"})
 REVIVE_ORDER = ("jailor", "sheriff", "investigator", "doctor", "lookout", "escort",
                 "vigilante", "bodyguard", "transporter", "spy", "medium", "mayor", "veteran")
+# Roles whose night ability finds something every night: one claimed with no
+# result to tell by the claim round is likely a cover.
+ALWAYS_FIND = ("sheriff", "investigator")
+SILENT_INVESTIGATOR = 0.5
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
-CLEAR_CLAIM_AT = 0.6  # evidence it takes to lynch an uncontested Town claim
-CONTESTED_AT = 0.8  # ... and a claim someone else makes too, or of a dead role
+CLEAR_CLAIM_AT = 0.75  # evidence it takes to lynch an uncontested Town claim
+CONTESTED_AT = 0.95  # ... and a claim someone else makes too, or of a dead role
 VOTE_AT = 0.7
+# evidence thresholds shrink as the share of enemies among the living grows
+URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
+# this few alive (at least 4, or 40% of the seats) with a killer among them: lynch today
+MUST_LYNCH_ALIVE, MUST_LYNCH_SHARE = 4, 0.4
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
-CALLED_AT = 0.7  # trust in those calling for a vote on a player, to join them
+TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
+TUNNEL_SUS = 0.3  # ... which makes the caller a little suspect
+ACCUSE_CAP = 0.3  # the most that calls for a player's lynch alone add to suspicion
+CORROBORATED = 0.3  # an Investigator's result that fits its target's claim speaks for them
+LONE_RESULT = 0.7  # what a claimed Sheriff's "X is suspicious!" weighs
+PLAUSIBLE = 0.7  # the average deal of a role at which its claim is believed in full
+CALLED_AT = 1.0  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
 VOTE_TALK_P = 0.35  # ... says why as it votes
 VERDICT_TALK_P = 0.25  # ... comments on a defence as it judges
 DRAW_WATCH_DAY = 6  # from here on a day without deaths brings a draw by time closer
-
-
-def _possible_roles(role_list: list[str]) -> frozenset[str]:
-    if not role_list:
-        return frozenset(ROLES)
-    out: set[str] = set()
-    for s in role_list:
-        if s in ROLES:
-            out.add(s)
-        elif s == "town_killing":
-            out.update(("veteran", "vigilante"))
-        else:  # random town and other random categories
-            out.update(k for k, r in ROLES.items() if r.faction is Faction.TOWN)
-    return frozenset(out)
 
 
 _ENEMY: dict[str, tuple[Role, bool]] = {}  # role key -> (the role read, an enemy?)
@@ -92,13 +95,57 @@ def _enemy(role: str) -> bool:
     return hit[1]
 
 
-def _group_evil(roles: tuple[str, ...], possible: frozenset[str]) -> float:
-    """How bad an Investigator's result is: the mean threat of the roles in it
-    that this game can deal (a "don't lynch" role counts as harmless here)."""
-    keys = [r for n in roles if (r := find_role(n)) is not None and r.key in possible]
-    if not keys:
+@dataclass(frozen=True)
+class RoleOdds:
+    """What a game's role list says about who may be who, read through the
+    engine's own slot parser (so "Town Investigative", "Any" and keys count
+    as the deal does): per role, how many slots can deal it and how many of
+    it the deal gives on average (each slot's candidates equally likely);
+    the roles a narrow slot (a role or an alignment category) can deal (a
+    claim only a Random or Any slot explains is a little less likely); and
+    how many enemies of the Town the deal gives on average."""
+
+    slots: dict[str, int]
+    expected: dict[str, float]
+    narrow: frozenset[str]
+    enemies: float
+
+    @staticmethod
+    def of(role_list: list[str], custom: bool) -> RoleOdds:
+        slots: dict[str, int] = {}
+        expected: dict[str, float] = {}
+        narrow: set[str] = set()
+        for text in role_list:
+            try:
+                slot = parse_slot(text)
+            except RoleListError:
+                continue
+            cands = slot.candidates(custom=custom, any_custom_only=custom)
+            for r in cands:
+                slots[r.key] = slots.get(r.key, 0) + 1
+                expected[r.key] = expected.get(r.key, 0.0) + 1.0 / len(cands)
+                if slot.kind in (SlotKind.ROLE, SlotKind.CATEGORY):
+                    narrow.add(r.key)
+        if not slots:  # no list: every role as likely as any other
+            slots = {k: 15 for k in ROLES}
+            expected = {k: 1.0 for k in ROLES}
+        enemies = sum(n for k, n in expected.items() if _enemy(k))
+        return RoleOdds(slots, expected, frozenset(narrow or slots), enemies)
+
+
+NO_ODDS = RoleOdds({k: 15 for k in ROLES}, {k: 1.0 for k in ROLES}, frozenset(ROLES), 4.0)
+
+
+def _group_evil(roles: tuple[str, ...], odds: RoleOdds) -> float:
+    """How bad an Investigator's result is: the threat of the roles in it,
+    each weighed by how many of it this game's list deals on average (a
+    "don't lynch" role counts as harmless here)."""
+    weights = [(r, odds.expected.get(r.key, 0.0)) for n in roles
+               if (r := find_role(n)) is not None]
+    total = sum(w for _, w in weights)
+    if total <= 0.0:
         return 0.0
-    return sum(max(0.0, threat(r)) for r in keys) / len(keys)
+    return sum(max(0.0, threat(r)) * w for r, w in weights) / total
 
 
 def _legal(obs: View) -> dict[str, LegalAction]:
@@ -115,7 +162,7 @@ class ScriptedBot:
         self.names: tuple[str, ...] = ()
         self.vocab: cv.Vocabulary | None = None
         self.possible: frozenset[str] = frozenset(ROLES)
-        self.fixed: frozenset[str] = frozenset(ROLES)  # roles the role list names outright
+        self.odds = NO_ODDS
         self.role = ""
         self.mafia = False
         self.team: frozenset[int] = frozenset()
@@ -146,6 +193,8 @@ class ScriptedBot:
         self.verdicts: dict[int, str] = {}
         self.pardoned: set[int] = set()
         self.night_deaths: dict[int, set[int]] = {}  # night -> deaths found next morning
+        self.burned: set[int] = set()  # players an Arsonist's fire killed
+        self.killers_seen: dict[str, int] = {}  # enemy killer kind -> last day a body showed it
         self.last_death_day = 0  # the day this bot last saw someone die (draws by time)
         self.draw_warned = 0  # the day the game warned of a draw by time tomorrow
         self.team_target: int | None = None
@@ -160,6 +209,8 @@ class ScriptedBot:
         self.claim_round = False  # the town has been asked to claim
         self.changed: dict[int, tuple[str, str]] = {}  # slot -> (first claim, new claim)
         self.refused: set[int] = set()  # said they will not claim
+        self.gave_results: set[int] = set()  # players who have said a result of their own
+        self.pushed: dict[tuple[int, int], set[int]] = {}  # (caller, target) -> days called
         self.begged: dict[int, int] = {}  # who dared the Town to lynch them, and when
         self.lines_heard: set[str] = set()  # public lines so far (never said twice)
         # slot -> what their verdicts showed: (kind, lynched slot, role key)
@@ -274,12 +325,14 @@ class ScriptedBot:
                 continue
             if kind == _ACCUSE or (kind == _SUSPICIOUS and self.claims.get(src) == "sheriff"):
                 self._call(src, c.target, day)
+            if kind == _ACCUSE:
+                self.pushed.setdefault((src, c.target), set()).add(day)
             if kind == _VISITED:
                 self._said.setdefault(src, []).append(c)
             w = 0.0
             extra: Any = None
             if kind == _SUSPICIOUS:
-                w = 1.0
+                w = LONE_RESULT  # one living player's word, until a flip or another result backs it
             elif kind == _INNOCENT:
                 w = -0.7
             elif kind == _ACCUSE:
@@ -288,7 +341,7 @@ class ScriptedBot:
                 extra = c.roles
             elif kind == _VISITED:
                 died = c.target in self.night_deaths.get(day - 1, ())
-                w, extra = (1.0 if died else 0.1), c.visitor
+                w, extra = (1.0 if died else 0.1), c.target  # the house visited
             target = c.visitor if kind == _VISITED else c.target
             assert target is not None
             sig = (src, kind, target, c.target if kind == _VISITED else None)
@@ -296,9 +349,21 @@ class ScriptedBot:
                 continue  # saying it again adds nothing
             self.heard.add(sig)
             self.reports.append((src, kind, target, w, extra))
+            if kind in (_SUSPICIOUS, _INNOCENT, _GROUP):
+                self.gave_results.add(src)
             if target == self.slot and kind != _INNOCENT:
                 self.accused_me = True
         return bool(said)
+
+    def tunnels(self, src: int, target: int) -> bool:
+        """`src` has called for `target`'s lynch on several days with no
+        result of their own against them: what an Executioner does, so the
+        calls alone move nobody (docs/rules.md, fairness figures)."""
+        days = self.pushed.get((src, target))
+        if days is None or len(days) < TUNNEL_DAYS or src == self.slot:
+            return False
+        return not any(r[0] == src and r[2] == target and r[1] != cv.ACCUSE
+                       for r in self.reports)
 
     def _call(self, src: int, target: int, day: int) -> None:
         """Someone called for a vote on `target` today (in public)."""
@@ -329,6 +394,8 @@ class ScriptedBot:
                 base = 0.15
             elif claimants.get(claim, 0) > 1:
                 base = 0.4
+            # a role this list seldom deals is more often a cover than the truth
+            base *= min(1.0, self.odds.expected.get(claim, 0.0) / PLAUSIBLE)
         return base * self.credit.get(src, 1.0)
 
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
@@ -344,12 +411,15 @@ class ScriptedBot:
     def group_weight(self, roles: tuple[str, ...], claim: str | None) -> float:
         evil = self.group_cache.get(roles)
         if evil is None:
-            evil = self.group_cache[roles] = _group_evil(roles, self.possible)
+            evil = self.group_cache[roles] = _group_evil(roles, self.odds)
         if claim is not None:
             if ROLES[claim].name in roles:
                 return 0.3 * evil - 0.2
-            # caught lying; but a Jester lies on purpose to get lynched
-            return 0.7 if "Jester" in roles else 1.5
+            # caught lying; but a Jester lies on purpose to get lynched, and a
+            # player an Arsonist doused shows the Arsonist's group (rules A4)
+            if "Jester" in roles:
+                return 0.7
+            return 0.7 if "Arsonist" in roles and "arsonist" in self.possible else 1.5
         return 1.2 * evil
 
     def sus(self) -> dict[int, float]:
@@ -363,6 +433,8 @@ class ScriptedBot:
         claim_of = self.claims.get
         dead_role = self.dead_role
         group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
+        accuse = cv.ACCUSE
+        called: dict[int, float] = {}  # target -> suspicion from calls so far
         for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
@@ -372,39 +444,60 @@ class ScriptedBot:
             if t <= 0.0:
                 continue
             if kind == group:
-                w = self.group_weight(extra, claim_of(target))
+                tc = claim_of(target)
+                w = self.group_weight(extra, tc)
+                if src in s and tc is not None and tc in ROLES and ROLES[tc].name in extra:
+                    s[src] -= CORROBORATED  # their result fits what the player claimed
                 if claim_of(src) != "investigator" and src not in dead_role:
                     w *= 0.5
-            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff" \
-                    and src not in dead_role:
+            elif kind in (suspicious, innocent) and src in dead_role:
+                w = 1.0 if kind == suspicious else w  # a will: the flip backs it
+            elif kind in (suspicious, innocent) and claim_of(src) != "sheriff":
                 w *= 0.4
-            elif kind == visited and claim_of(target) in VISITING_TOWN:
-                w *= 0.3
+            elif kind == visited:
+                if extra in self.burned:
+                    w = 1.0  # the house burned later: a douse leaves no other trace
+                if claim_of(target) in VISITING_TOWN:
+                    w *= 0.3
+            elif kind == accuse:
+                if self.tunnels(src, target):
+                    if src in s:
+                        s[src] += TUNNEL_SUS / max(1, len(self.pushed[(src, target)]) - 1)
+                    continue
+                # a chorus of calls is not evidence: their sum is capped
+                room = ACCUSE_CAP - called.get(target, 0.0)
+                w = min(t * w, room) / t if room > 0 else 0.0
+                called[target] = called.get(target, 0.0) + t * w
             s[target] += t * w
         for p, roles in self.own_groups.items():
             if p in s:
                 s[p] += self.group_weight(roles, self.claims.get(p))
         dead_roles, claimants = self._claim_stats()
         town_me = ROLES[self.role].faction is Faction.TOWN
-        revealed, fixed, my_role, me = self.revealed, self.fixed, self.role, self.slot
+        revealed, fixed, my_role, me = self.revealed, self.odds.narrow, self.role, self.slot
         for p, c in self.claims.items():
             if p not in s or p in revealed:
                 continue
             if _enemy(c):
                 s[p] += 3.0
             elif c in dead_roles:
-                s[p] += 1.5 if ROLES[c].unique else 0.8
+                # a second player of a dead role: unlikely when few slots can deal it
+                s[p] += 1.5 if ROLES[c].unique else 1.6 / max(2, self.odds.slots.get(c, 2))
             else:
                 if claimants[c] > 1:  # two living players claim the same role
-                    s[p] += 0.35
-                if c not in fixed and c not in ("veteran", "vigilante"):
-                    s[p] += 0.15  # only the Random Town slot can be this role
+                    s[p] += 0.7 / max(2, self.odds.slots.get(c, 2))  # unless the list deals many
+                if c not in fixed:
+                    s[p] += 0.15  # only a Random or Any slot can be this role
             if town_me and c == my_role and p != me:
-                s[p] += 2.0 if ROLES[c].unique else 0.8  # I know who has my role
+                # I know who has my role; a role the list may deal twice is
+                # still more often a cover than a second one
+                s[p] += 2.0 if ROLES[c].unique else 0.6
         if self.claim_round:
             for p in s:
                 if p not in self.claims:
                     s[p] += 0.25
+                elif self.claims[p] in ALWAYS_FIND and p not in self.gave_results:
+                    s[p] += SILENT_INVESTIGATOR  # an investigator with nothing to show
         for p in self.revealed:
             if p in s:
                 s[p] -= 3.0
@@ -592,7 +685,8 @@ class ScriptedBot:
             dead_roles, _ = self._claim_stats()
             if claim in dead_roles and ROLES[claim].unique:
                 return talk.pick(rng, talk.reason_claimed_dead_role(cname))
-            if claim == self.role and ROLES[self.role].faction is Faction.TOWN:
+            if claim == self.role and ROLES[self.role].faction is Faction.TOWN \
+                    and ROLES[claim].unique:
                 return talk.pick(rng, talk.reason_my_role(cname))
             other = next((p for p, c in sorted(self.claims.items()) if c == claim and p != t
                           and p in self.alive and p != self.slot), None)
@@ -668,9 +762,12 @@ class ScriptedBot:
                 return ""
             t, why = scored[self.rng.randrange(len(scored))]
         else:
-            at = 0.45 if self.claim_round else 0.6
-            top_t, top = self._top_suspect(sorted(s))
-            reason = self._why(top_t) if top_t is not None and top >= at else None
+            at = (0.45 if self.claim_round else 0.6) * self._urgency()
+            must = self._must_lynch()
+            top_t, top = self._top_suspect([p for p in sorted(s) if p not in self.revealed])
+            reason = self._why(top_t) if top_t is not None and (top >= at or must) else None
+            if reason is None and must and top_t is not None:
+                reason = talk.pick(self.rng, talk.reason_must_lynch())
             if top_t is None or reason is None:
                 return self._put_up(s)
             t, why = top_t, reason
@@ -686,6 +783,42 @@ class ScriptedBot:
         suspects most."""
         return self.draw_warned == self.day or (
             self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1)
+
+    def _enemies_left(self) -> float:
+        """How many enemies of the Town the deal holds on average, less those
+        already seen dead (the graveyard is public)."""
+        dead = sum(1 for r in self.dead_role.values() if _enemy(r))
+        return max(float(self._killers_at_large()), self.odds.enemies - dead)
+
+    def _killers_at_large(self) -> int:
+        """Enemy killers the graveyard proves alive: a body showed their kind
+        of kill, and no player of that kind has been seen dead since (the
+        Mafia: a Mafia kill last night)."""
+        dead = set(self.dead_role.values())
+        n = 0
+        for kind, day in self.killers_seen.items():
+            if kind == "mafia":
+                n += day >= self.day - 1
+            elif kind not in dead:
+                n += 1
+        return n
+
+    def _must_lynch(self) -> bool:
+        """Few players left and a killer among them, or a draw by time
+        near: a day without a lynch is the game lost or drawn, so the Town
+        lynches its best suspect (docs/rules.md, fairness figures)."""
+        few = max(MUST_LYNCH_ALIVE, round(MUST_LYNCH_SHARE * len(self.names)))
+        return self._draw_near() or (
+            len(self.alive) <= few and self._killers_at_large() > 0)
+
+    def _urgency(self) -> float:
+        """How much less evidence a lynch needs today (1: none less): the more
+        of the other living players the deal says are still enemies, the
+        better the odds that today's best suspect is one, and a day without
+        a lynch is a night more for every killer."""
+        others = max(1, len(self.alive) - 1)
+        density = self._enemies_left() / others
+        return min(1.0, max(URGENT_FLOOR, URGENT_BASE - URGENT_SLOPE * density))
 
     def _put_up(self, s: dict[int, float]) -> str:
         """A quiet day (nobody has called for a vote yet): some Town players
@@ -818,7 +951,7 @@ class ScriptedBot:
             tally[t] = tally.get(t, 0) + 1
         if role == "executioner" and self.exe_target in cands:
             return self.exe_target
-        endgame = len(self.alive) <= 4 or self._draw_near()
+        endgame = len(self.alive) <= 4 or self._must_lynch()
         if role == "jester":
             wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
             return wagon[0] if wagon and self.rng.random() < 0.5 else None
@@ -842,11 +975,18 @@ class ScriptedBot:
             return wagon[0] if wagon else None
         best, top = self._best(cands, lambda c: s.get(c, 0.0))
         at = 0.2 if endgame else (0.45 if self.claim_round else VOTE_AT)
+        at *= self._urgency()
         if best is not None and top >= at:
             return best
         called = self._called(cands, s)
         if called is not None:
             return called
+        if endgame and self._must_lynch():
+            # today's lynch matters more than whose: join the biggest wagon on
+            # anyone this bot has nothing for, else vote its best suspect
+            wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands
+                     and s.get(t, 0.0) >= -0.1 and t not in self.revealed]
+            return wagon[0] if wagon else best
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
         # join a wagon with momentum on someone this bot has something against
         if wagon and s.get(wagon[0], 0.0) >= (0.1 if tally[wagon[0]] >= 2 else 0.45) \
@@ -873,7 +1013,8 @@ class ScriptedBot:
             if self.slot in self.calls[t]:
                 return t  # vote as one spoke
             # the callers' word, and what this bot holds against them already
-            weight = sum(self.trust(src) for src in self.calls[t] if src != t) + s.get(t, 0.0)
+            weight = sum(self.trust(src) for src in self.calls[t]
+                         if src != t and not self.tunnels(src, t)) + s.get(t, 0.0)
             if (weight, s.get(t, 0.0)) > top:
                 best, top = t, (weight, s.get(t, 0.0))
         return best
@@ -949,9 +1090,9 @@ class ScriptedBot:
                      or (claim == self.role and ROLES[self.role].unique))
         # an uncontested Town claim needs real evidence (a result, a caught lie);
         # with a draw by time near, a lynch on slighter grounds beats none
-        at = CONTESTED_AT if contested else CLEAR_CLAIM_AT
-        if self._draw_near():
-            at /= 2
+        at = (CONTESTED_AT if contested else CLEAR_CLAIM_AT) * self._urgency()
+        if self._must_lynch():
+            at /= 4
         return "guilty" if s >= at else "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
@@ -1169,9 +1310,10 @@ def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 
 def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
-    role_list = d.get("role_list") or []
-    b.possible = _possible_roles(role_list)
-    b.fixed = frozenset(r for r in role_list if r in ROLES) if role_list else frozenset(ROLES)
+    role_list = [str(r) for r in d.get("role_list") or ()]
+    b.odds = RoleOdds.of(role_list, d.get("mode") == "custom") if role_list else NO_ODDS
+    b.possible = frozenset(b.odds.slots)
+    b.group_cache = {}
 
 
 def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1246,6 +1388,11 @@ def _on_pardon(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 def _on_dawn_death(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.night_deaths.setdefault(b.ev_day - 1, set()).add(d["player"])
+    for cause in d.get("causes") or ():  # a killer's kind, read off the body
+        if isinstance(cause, str) and (cause == "mafia" or _enemy(cause)):
+            b.killers_seen[cause] = b.ev_day
+        if cause == "arsonist":
+            b.burned.add(d["player"])
 
 
 def _on_dawn_role(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1356,9 +1503,8 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "dawn.role": _on_dawn_role,
     "lynch.death": _on_lynch,
     "mayor.reveal": _on_reveal,
-    "night.sheriff_mafia": _on_sheriff(True),
-    "night.sheriff_sk": _on_sheriff(True),
-    "night.sheriff_suspicious": _on_sheriff(True),
+    # every suspicious result the Sheriff can get (a Werewolf's on a full moon too)
+    **{f"night.sheriff_{k}": _on_sheriff(True) for k in (*SHERIFF_KEYS.values(), "suspicious")},
     "night.sheriff_innocent": _on_sheriff(False),
     "night.sheriff_innocent_modern": _on_sheriff(False),
     "night.investigator": _on_investigator,
@@ -1371,10 +1517,8 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
 # it claims something, a vote only when it opens the claim round: their
 # handlers say so themselves).
 _CHANGES_SUSPICION = frozenset({
-    "dawn.will", "lynch.will", "mayor.reveal",
-    "lynch.death",
-    "night.sheriff_mafia", "night.sheriff_sk", "night.sheriff_suspicious",
-    "night.sheriff_innocent", "night.sheriff_innocent_modern", "night.investigator",
+    "dawn.will", "lynch.will", "mayor.reveal", "lynch.death", "night.investigator",
+    *(k for k in _HANDLER_FUNCS if k.startswith("night.sheriff_")),
 })
 # event key -> (handler, whether suspicion must be computed again afterwards)
 _HANDLERS: dict[str, tuple[Callable[[ScriptedBot, dict[str, Any]], None], bool]] = {

@@ -43,6 +43,12 @@ def reason_my_role(role: str) -> tuple[str, ...]:
             f"their {role} claim is fake, I can prove it.")
 
 
+def reason_must_lynch() -> tuple[str, ...]:
+    return ("a killer is still among us and we cannot skip another day.",
+            "we have to lynch someone today, and they are my best guess.",
+            "if we do not lynch today the killer wins; I trust them least.")
+
+
 def reason_changed(before: str, after: str) -> tuple[str, ...]:
     return (f"they claimed {before} earlier and now they say {after}.",
             f"they changed their claim from {before} to {after}.",
