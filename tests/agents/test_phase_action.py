@@ -5,6 +5,7 @@ phase, so the seat gets a second turn for its vote or night ability."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from tossim.agents.llm_seat import LLMSeat
 from tossim.agents.loop import LoopConfig, ToolLoop
@@ -83,3 +84,31 @@ def test_a_will_may_be_the_example_will_but_a_speech_may_not_copy_it() -> None:
     prompt = prompt_text(build_messages(memory))
     assert guard_action(memory, "will", {"text": will}, prompt=prompt) is None
     assert guard_action(memory, "speak", {"text": will}, prompt=prompt) is not None
+
+
+def test_a_second_turn_that_runs_past_the_deadline_keeps_the_first_turns_action() -> None:
+    """The driver drops a decision that comes after its deadline; a speech
+    turn that runs over must not take the vote decided before it along."""
+    from tossim.agents.llm_seat import SIDE_TURN_MIN_S, play_phase
+    from tossim.agents.memory import SeatMemory
+
+    g = day3_investigator().game
+    memory = SeatMemory(7)
+    memory.update(view(g, Viewer.player(7)))
+    vote = Vote(7, 4)
+    calls = []
+
+    async def turn() -> Vote | Chat | None:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            return vote
+        await asyncio.Event().wait()  # a speech turn that never ends by itself
+        return Chat(7, "never said")
+
+    async def go() -> list:
+        deadline = time.monotonic() + SIDE_TURN_MIN_S + 0.5
+        return await play_phase(memory, turn, act_first=True, deadline=deadline)
+
+    assert any(a.kind == "vote" and 4 in a.targets for a in memory.legal)
+    assert asyncio.run(go()) == [vote]
+    assert len(calls) == 2  # the speech turn was played, and stopped at the deadline

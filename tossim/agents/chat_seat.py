@@ -180,7 +180,8 @@ class ChatSeat(ModelSeat):
         if not self.memory.legal:
             self.memory.end_turn()
             return []
-        return await play_phase(self.memory, lambda: self._played(deadline), self.metrics)
+        return await play_phase(self.memory, lambda: self._played(deadline), self.metrics,
+                                deadline=deadline)
 
     async def _played(self, deadline: float | None) -> Command | None:
         result = await self._turn(deadline)

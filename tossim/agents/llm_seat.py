@@ -71,7 +71,7 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
     elif act_first and owes_speech(memory):
         cmds = await _action_first(memory, turn, deadline, public_chat(memory.legal))
     else:
-        cmds = await _phase_commands(memory, turn)
+        cmds = await _phase_commands(memory, turn, deadline)
     if metrics is not None:
         metrics.note_phase(phase_seq, open_kinds, cmds)
     return cmds
@@ -89,12 +89,26 @@ async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command
             deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
         return cmds
     memory.legal = rest
-    second = await turn()
+    second = await _in_time(turn, deadline)
     return cmds + ([second] if second is not None else [])
 
 
-async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]]
-                          ) -> list[Command]:
+async def _in_time(turn: Callable[[], Awaitable[Command | None]],
+                   deadline: float | None) -> Command | None:
+    """A phase's second turn, stopped at the decision's deadline (None
+    then): the driver drops a decision that comes later, and with it the
+    first turn's command, which is the one that mattered (seen in the demo:
+    votes decided in time, lost with a speech turn that ran over)."""
+    if deadline is None:
+        return await turn()
+    try:
+        return await asyncio.wait_for(turn(), max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        return None
+
+
+async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]],
+                          deadline: float | None) -> list[Command]:
     first = await turn()
     cmds = [first] if first is not None else []
     if first is None or type(first).type not in SIDE_COMMANDS:
@@ -106,7 +120,7 @@ async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Comma
     elif isinstance(first, WriteDeathNote):
         memory.you = replace(memory.you, death_note=first.text)
     memory.legal = phase_actions_only(memory.legal)
-    second = await turn()
+    second = await _in_time(turn, deadline)
     return cmds + ([second] if second is not None else [])
 
 
