@@ -99,8 +99,8 @@ DEFAULT_THINK_BUDGET: dict[str, int] = {
 MOVES_THINK_SHARE = 0.4
 """A structured-move seat (a small model) thinks this share of the budget:
 its thought only leads into a move the grammar constrains, and on two CPU
-cores each thought token of four such seats, served one request at a time,
-costs a second of a phase (docs/agents.md, "The phase's action")."""
+cores each thought token of four such seats, sharing the model (decoded
+together), costs a second of a phase (docs/agents.md, "The phase's action")."""
 STEP_KINDS = ("thinking", "tool", "fault", "action")
 # A timed turn keeps this share of its time (at least) for the final action,
 # and plans its thought at this share of the backend's measured speed (the
