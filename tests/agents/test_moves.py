@@ -38,7 +38,7 @@ from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
 
 from .fake_backend import ScriptedBackend
-from .support import day3_investigator
+from .support import DAY3_ROLES, day3_investigator
 
 MOVES = LoopConfig(max_tool_calls=2, action_tokens=120, turn_tokens=600, speech="moves")
 
@@ -76,14 +76,15 @@ def test_claim_report_and_lie_are_told_apart() -> None:
     claim = run(["<thinking>Claim.</thinking>", "<speak>claim Investigator</speak>"])
     assert isinstance(claim.command, Chat) and "I am the Investigator." in claim.command.text
     assert claim.move == ClaimRole("Investigator", true=True)
-    fake = run(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>"])
-    assert isinstance(fake.move, ClaimRole) and not fake.move.true
+    fake = run(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>"], slot=2)
+    assert isinstance(fake.move, ClaimRole) and not fake.move.true  # the Godfather's cover
     honest = run(["<thinking>Share.</thinking>",
                   "<speak>report Player 2 could be a Bodyguard, Godfather, or Arsonist</speak>"])
     assert isinstance(honest.command, Chat)
     assert "Player 2 could be a Bodyguard, Godfather, or Arsonist." in honest.command.text
     assert isinstance(honest.move, Report) and honest.move.honest and not honest.move.lie
-    lie = run(["<thinking>Frame them.</thinking>", "<speak>lie Player 5 is suspicious</speak>"])
+    lie = run(["<thinking>Frame them.</thinking>", "<speak>lie Player 5 is suspicious</speak>"],
+              slot=2)
     assert isinstance(lie.command, Chat) and "Player 5 is suspicious!" in lie.command.text
     assert isinstance(lie.move, Report) and lie.move.lie and not lie.move.honest
 
@@ -94,7 +95,8 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
     for ok in ("<speak>will vote Player 4</speak>", "<speak>ask Player 5 about role</speak>",
                "<speak>accuse Player 6: they have not claimed a role</speak>",
                "<speak>defend Player 5: they claimed Lookout</speak>",
-               "<speak>claim Doctor</speak>", "<will>Investigator</will>", "<wait></wait>"):
+               "<speak>claim Investigator</speak>", "<will>Investigator</will>",
+               "<wait></wait>"):
         assert rx.fullmatch(ok), ok
     for bad in ("<speak>will vote Player 3</speak>",  # dead
                 "<speak>ask Player 9 about role</speak>",  # dead
@@ -104,6 +106,9 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
                 "<speak>will vote Player 7</speak>",  # the seat itself
                 "<speak>claim Wizard</speak>",  # no such role
                 "<speak>report Player 5 is suspicious</speak>",  # not a result it has
+                "<speak>claim Doctor</speak>",  # a Town seat claims its own role
+                "<will>Sheriff</will>",
+                "<speak>lie Player 5 is suspicious</speak>",  # a Town seat does not lie
                 "<speak>accuse Player 6: they claimed Sheriff</speak>",  # never happened
                 "<speak>I do not trust Player 1 yet.</speak>",  # free text
                 '<whisper to="Player 5">I am the Investigator.</whisper>',
@@ -128,8 +133,8 @@ def test_wills_and_death_notes_are_built_from_moves() -> None:
                                      "N1: Player 4 could be a Vigilante, Veteran, or Mafioso.\n"
                                      "N2: Player 2 could be a Bodyguard, Godfather, or Arsonist.")
     assert isinstance(r.move, WillMove) and r.move.true and len(r.move.results) == 2
-    fake = run(["<thinking>Pretend.</thinking>", "<will>Sheriff</will>"])
-    assert fake.command == WriteWill(7, "I am the Sheriff.")  # a lie carries no results
+    fake = run(["<thinking>Pretend.</thinking>", "<will>Sheriff</will>"], slot=2)
+    assert fake.command == WriteWill(2, "I am the Sheriff.")  # a cover carries no results
     note = run(["<thinking>Scare them.</thinking>", "<death_note>Sleep well.</death_note>"],
                slot=2)
     assert note.command == WriteDeathNote(2, "Sleep well.")
@@ -139,7 +144,7 @@ def test_wills_and_death_notes_are_built_from_moves() -> None:
 
 def test_json_protocol_moves() -> None:
     r = run(['{"thought": "Claim.", ', '"action": "speak", "args": {"text": "claim Doctor"}}'],
-            LoopConfig(protocol="json", speech="moves", max_tool_calls=0))
+            LoopConfig(protocol="json", speech="moves", max_tool_calls=0), slot=4)
     assert isinstance(r.command, Chat) and "I am the Doctor." in r.command.text
     assert isinstance(r.move, ClaimRole) and r.move.role == "Doctor"
 
@@ -182,10 +187,11 @@ def test_seat_metrics_count_claims_lies_and_accusations() -> None:
     from tossim.agents.metrics import AgentMetrics
 
     metrics = AgentMetrics()
-    for out in ("<speak>claim Sheriff</speak>", "<speak>claim Investigator</speak>",
-                "<speak>lie Player 5 is suspicious</speak>",
-                "<speak>accuse Player 6: they have not claimed a role</speak>"):
-        metrics.add(run(["<thinking>Go.</thinking>", out]))
+    for slot, out in ((2, "<speak>claim Sheriff</speak>"),
+                      (7, "<speak>claim Investigator</speak>"),
+                      (2, "<speak>lie Player 5 is suspicious</speak>"),
+                      (7, "<speak>accuse Player 6: they have not claimed a role</speak>")):
+        metrics.add(run(["<thinking>Go.</thinking>", out], slot=slot))
     assert metrics.to_dict()["moves"] == {"accuse": 1, "claim": 2, "false_claim": 1,
                                           "lie": 1, "report": 1}
     again = AgentMetrics.from_fields(metrics.fields())  # as a worker reports them
@@ -365,7 +371,8 @@ def test_a_structured_seat_says_something_every_day_before_its_will() -> None:
     """Day 1: a structured seat that has not spoken is offered public speech
     only (no will, no wait); its will comes in the turn after."""
     g = new_game(GameConfig(players=7, seed=3))
-    backend = ScriptedBackend(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>",
+    own = ROLES[g.player(2).role].name
+    backend = ScriptedBackend(["<thinking>Claim.</thinking>", f"<speak>claim {own}</speak>",
                                "<thinking>Will.</thinking>", "<wait></wait>"])
     seat = LLMSeat(2, ToolLoop(backend, MOVES))
     cmds = asyncio.run(seat.decide(view(g, Viewer.player(2), since=0)))
@@ -411,3 +418,33 @@ def test_a_mafia_seat_has_no_move_that_turns_the_town_on_a_teammate() -> None:
     lies = [m for m in table.speak.values() if getattr(m, "lie", False)]
     assert all(not (m.result.target == mate and m.result.kind == "suspicious") for m in lies)
     assert any(m.result.target == mate for m in lies)  # covering a teammate is a move
+
+
+def test_what_a_structured_seat_claims_holds_together_over_a_game() -> None:
+    """Seen in the demo: a Sheriff seat said "Results: Player 12 is not
+    suspicious." on Day 1 and wrote wills claiming Investigator, then
+    Transporter, then Sheriff. A Town seat claims only its own role and tells
+    only real results; a Mafia seat claims a Town cover and, once it has
+    claimed one, keeps it in chat and will; made-up results wait for a night
+    to have passed and fit only a Sheriff's claim."""
+    t = day3_investigator()
+    town = move_table(t.memories[7])  # the Investigator
+    assert {m.role for m in town.speak.values() if isinstance(m, ClaimRole)} == {"Investigator"}
+    assert set(town.will) == {"Investigator"}
+    assert not any(isinstance(m, Report) and m.lie for m in town.speak.values())
+
+    godfather = move_table(t.memories[2])  # no claim yet: any Town cover, lies allowed
+    covers = {m.role for m in godfather.speak.values() if isinstance(m, ClaimRole)}
+    assert "Sheriff" in covers and "Godfather" not in covers and "Mafioso" not in covers
+    assert all(ROLES[r.lower()].faction.value == "town" for r in covers if r.lower() in ROLES)
+    assert any(isinstance(m, Report) and m.lie for m in godfather.speak.values())
+
+    mafioso = move_table(day3_investigator(((4, "I am the Doctor."),)).memories[4])
+    assert {m.role for m in mafioso.speak.values() if isinstance(m, ClaimRole)} == {"Doctor"}
+    assert set(mafioso.will) == {"Doctor"}
+    assert not any(isinstance(m, Report) and m.lie for m in mafioso.speak.values())
+
+    g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
+    day1 = SeatMemory(2)
+    day1.update(view(g, Viewer.player(2), since=0))
+    assert not any(isinstance(m, Report) and m.lie for m in move_table(day1).speak.values())

@@ -5,9 +5,9 @@ writes headings when it is asked for free text (issue 21). A seat whose
 catalogue entry says `speech = "moves"` instead chooses one move, and the
 guided-decoding grammar allows only moves whose arguments exist in the game:
 
-    claim ROLE                   a role of the game's role list
+    claim ROLE                   a role the seat may claim (`claimable`)
     report RESULT                one of the seat's own night results
-    lie NAME is (not) suspicious a made-up result about a living player
+    lie NAME is (not) suspicious a made-up result (non-Town seats, Day 2 on)
     accuse NAME: REASON          a living player, a reason taken from the game
     defend NAME: REASON          (a vote, a claim, a result, a will, a death)
     will vote NAME               how the seat will vote
@@ -274,13 +274,18 @@ def game_roles(memory: SeatMemory) -> list[str]:
             if k in keys or (not keys and not r.custom_only)]
 
 
-def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
-    """Role claims made in public chat: slot -> [(day, role name)]."""
+def _vocab(memory: SeatMemory) -> cv.Vocabulary | None:
     names = memory.names
     if not names:
+        return None
+    return cv.vocabulary(tuple(names.get(s, f"Player {s}") for s in range(1, max(names) + 1)))
+
+
+def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
+    """Role claims made in public chat: slot -> [(day, role name)]."""
+    vocab = _vocab(memory)
+    if vocab is None:
         return {}
-    order = tuple(names.get(s, f"Player {s}") for s in range(1, max(names) + 1))
-    vocab = cv.vocabulary(order)
     out: dict[int, list[tuple[int, str]]] = {}
     for e in memory.events:
         if e["key"] != "chat.public":
@@ -292,6 +297,38 @@ def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
             if c.kind == cv.ROLE and c.role in ROLES:
                 out.setdefault(author, []).append((e["day"], ROLES[c.role].name))
     return out
+
+
+def own_claim(memory: SeatMemory) -> str | None:
+    """The role the seat last claimed: in public chat, else in its will."""
+    said = _claims(memory).get(memory.slot)
+    if said:
+        return said[-1][1]
+    vocab = _vocab(memory)
+    if vocab is None or not memory.you.will:
+        return None
+    for c in vocab.parse(memory.you.will):
+        if c.kind == cv.ROLE and c.role in ROLES:
+            return ROLES[c.role].name
+    return None
+
+
+def claimable(memory: SeatMemory, roles: Sequence[str]) -> list[str]:
+    """The roles the seat may claim (in chat and in its will), so that what
+    it says holds together over a game: a Town seat claims its own role; any
+    other seat a cover, a Town role of the game (a Neutral Benign seat may
+    also claim its own), and once it has claimed one it sticks to it."""
+    own = memory.you.role
+    if memory.you.faction == "town" and own:
+        return [own]
+    own_spec = find_role(own) if own else None
+    covers = [r for r in roles
+              if (spec := find_role(r)) is not None and spec.faction.value == "town"]
+    if own_spec is not None and own_spec.alignment == "Neutral Benign":
+        covers.append(own)
+    covers = covers or list(roles)
+    said = own_claim(memory)
+    return [said] if said in covers else covers
 
 
 def reasons(memory: SeatMemory) -> dict[int, list[Reason]]:
@@ -387,7 +424,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         for text, m in items.items():
             table.speak[head + text] = m
 
-    group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in roles})
+    claims = claimable(memory, roles)
+    group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
     mine = own_results(memory)
     latest: dict[str, Result] = {}
     for r in mine:
@@ -398,11 +436,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
     mates = set(memory.you.teammates or ())
     others = [s for s in living if s not in mates]
+    # made-up results are the deceiving side's: never a Town seat's, never
+    # before a night has passed, and only while they fit the seat's claim
+    # (they are a Sheriff's results)
     lies: dict[str, Move] = {}
-    for s in living:
-        for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
-            r = Result(kind, s)
-            lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
+    if memory.you.faction != "town" and memory.day >= 2 and (
+            own_claim(memory) in (None, "Sheriff")):
+        for s in living:
+            for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
+                r = Result(kind, s)
+                lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
     group("lie", "lie ", lies)
     why = reasons(memory)
     for s in others:
@@ -414,7 +457,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in others})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
-    for r_name in roles:
+    for r_name in claims:
         true = r_name == own_role
         table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
     for note in DEATH_NOTES:
