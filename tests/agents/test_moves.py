@@ -32,7 +32,7 @@ from tossim.agents.moves import (
 )
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
-from tossim.engine import Chat, Command, GameConfig, View, Viewer, new_game, view
+from tossim.engine import Chat, Command, GameConfig, View, Viewer, apply, new_game, view
 from tossim.engine.commands import Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
@@ -448,3 +448,17 @@ def test_what_a_structured_seat_claims_holds_together_over_a_game() -> None:
     day1 = SeatMemory(2)
     day1.update(view(g, Viewer.player(2), since=0))
     assert not any(isinstance(m, Report) and m.lie for m in move_table(day1).speak.values())
+
+
+def test_a_seat_that_has_voted_says_the_vote_it_cast() -> None:
+    """Seen in the demo: "My vote goes to Player 5." right after its vote
+    against Player 14. Once the seat has voted, its vote plan names that vote."""
+    t = day3_investigator()
+    before = {m.target for m in move_table(t.memories[7]).speak.values()
+              if isinstance(m, VotePlan)}
+    assert len(before) > 1
+    apply(t.game, Vote(7, 4))
+    t.observe()
+    after = {m.target for m in move_table(t.memories[7]).speak.values()
+             if isinstance(m, VotePlan)}
+    assert after == {4}

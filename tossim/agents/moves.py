@@ -454,7 +454,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
     for s in living:
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
-    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in others})
+    # a seat that has voted says the vote it cast (seen in the demo: "My vote
+    # goes to Player 5." right after voting against Player 14)
+    planned = [memory.you.vote] if memory.you.vote in others else others
+    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
     for r_name in claims:
