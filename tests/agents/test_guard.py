@@ -107,3 +107,17 @@ def test_every_opener_the_move_renderer_writes_passes() -> None:
                  "For the record: I am the Escort.", "Since you ask: I am the Sheriff.",
                  "Here is what I have: Player 5 is suspicious!", "My claim: Doctor."):
         assert degenerate(text, player_names=NAMES) is None, text
+
+
+def test_a_will_that_lists_results_line_by_line_passes() -> None:
+    """Seen in the demo: a Spy seat's will ("N2: The Mafia visited Player 1
+    last night." / "N2: The Mafia visited Player 10 last night.") was judged
+    a repeated sentence. A will lists results a line each; the same line
+    twice is still a repeat."""
+    for will in ("I am the Sheriff.\nN1: Player 4 is not suspicious.\nN2: Player 6 is not "
+                 "suspicious.\nN3: Player 7 is suspicious!",
+                 "I am the Spy.\nN2: The Mafia visited Player 1 and Player 5 last night.\n"
+                 "N3: The Mafia visited Player 1 and Player 7 last night."):
+        assert degenerate(will, player_names=NAMES) is None, will
+    assert degenerate("I am the Spy.\nN2: The Mafia visited Player 1 last night.\n"
+                      "N2: The Mafia visited Player 1 last night.", player_names=NAMES)

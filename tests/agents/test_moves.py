@@ -462,3 +462,29 @@ def test_a_seat_that_has_voted_says_the_vote_it_cast() -> None:
     after = {m.target for m in move_table(t.memories[7]).speak.values()
              if isinstance(m, VotePlan)}
     assert after == {4}
+
+
+def test_a_will_says_each_result_once_and_a_spys_night_in_one_sentence() -> None:
+    """Seen in a lobby: an Investigator's will said "Player 5 could be a
+    Medium, Janitor, or Retributionist." for Night 1 and again for Night 2;
+    a Spy's will had a line per Mafia visit. Scripted bots still read both."""
+    from tossim.agents import claims as cv
+    from tossim.agents.moves import Result
+
+    names = {s: f"Player {s}" for s in range(1, 16)}
+    group = ("Medium", "Janitor", "Retributionist")
+    inv = render(WillMove("Investigator", True, (Result("group", 5, 1, roles=group),
+                                                 Result("group", 5, 2, roles=group),
+                                                 Result("group", 6, 3, roles=group))), names)
+    assert inv.splitlines() == ["I am the Investigator.",
+                                "N1, N2: Player 5 could be a Medium, Janitor, or Retributionist.",
+                                "N3: Player 6 could be a Medium, Janitor, or Retributionist."]
+    spy = render(WillMove("Spy", True, (Result("mafia_visited", 1, 2),
+                                        Result("mafia_visited", 10, 2),
+                                        Result("mafia_visited", 4, 3))), names)
+    assert spy.splitlines() == ["I am the Spy.",
+                                "N2: The Mafia visited Player 1 and Player 10 last night.",
+                                "N3: The Mafia visited Player 4 last night."]
+    heard = cv.vocabulary(tuple(names.values())).parse(spy)
+    assert [(c.kind, c.target) for c in heard if c.kind == cv.MAFIA_VISITED] == [
+        (cv.MAFIA_VISITED, 1), (cv.MAFIA_VISITED, 10), (cv.MAFIA_VISITED, 4)]

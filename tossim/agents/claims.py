@@ -57,8 +57,10 @@ def say_visited(visitor: str, target: str) -> str:
     return f"{visitor} visited {target} last night!"
 
 
-def say_mafia_visited(target: str) -> str:
-    return f"The Mafia visited {target} last night."
+def say_mafia_visited(*targets: str) -> str:
+    """A Spy's night: every house the Mafia visited, in one sentence."""
+    who = targets[0] if len(targets) == 1 else ", ".join(targets[:-1]) + " and " + targets[-1]
+    return f"The Mafia visited {who} last night."
 
 
 def say_accuse(name: str) -> str:
@@ -92,6 +94,7 @@ class Vocabulary:
         self._cache: dict[str, tuple[Claim, ...]] = {}
         alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
         name = rf"(?<!\w)(?:{alts})(?!\w)"
+        self._name = re.compile(name)
         word = r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*"
         self.pattern = re.compile(
             rf"I am the (?P<role>{word})\."
@@ -99,7 +102,7 @@ class Vocabulary:
             rf"|(?P<inn>{name}) is not suspicious\."
             rf"|(?P<grp>{name}) could be a (?P<g1>{word}), (?P<g2>{word}), or (?P<g3>{word})\."
             rf"|(?P<vis>{name}) visited (?P<vt>{name}) last night!"
-            rf"|The Mafia visited (?P<mv>{name}) last night\."
+            rf"|The Mafia visited (?P<mv>{name}(?:(?:, | and ){name})*) last night\."
             rf"|Vote (?P<acc>{name})!"
             rf"|(?P<nc>I will not tell you my role\.)"
             # a dare, not a warning ("If you lynch me you lose a Town role")
@@ -135,7 +138,8 @@ class Vocabulary:
             elif kind == "vt":
                 out.append(Claim(VISITED, slot[m.group("vt")], visitor=slot[m.group("vis")]))
             elif kind == "mv":
-                out.append(Claim(MAFIA_VISITED, slot[m.group("mv")]))
+                out.extend(Claim(MAFIA_VISITED, slot[n])
+                           for n in self._name.findall(m.group("mv")))
             elif kind == "acc":
                 out.append(Claim(ACCUSE, slot[m.group("acc")]))
             elif kind == "nc":

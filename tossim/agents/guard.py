@@ -102,16 +102,23 @@ def _near(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 def repeated_sentence(text: str) -> str | None:
-    """A sentence of two words or more said twice, or nearly (`NEAR_SAME`);
-    or a last, unfinished sentence (text cut off by the token budget) that
-    starts one said before."""
+    """A sentence of two words or more said twice, or nearly (`NEAR_SAME`)
+    within one line; or a last, unfinished sentence (text cut off by the
+    token budget) that starts one said before. Near repeats count only within
+    a line: a will lists one result per line ("N1: Player 4 is not
+    suspicious." / "N2: Player 6 is not suspicious."), a list a player keeps,
+    while a model's loop repeats itself in running text."""
     seen: list[tuple[str, ...]] = []
+    line_start = 0  # where the current line's sentences begin in `seen`
     parts = _SENTENCE_END.split(text)
+    ends = _SENTENCE_END.findall(text)
     for i, s in enumerate(parts):
         key = tuple(words(s))
+        if i and "\n" in ends[i - 1]:
+            line_start = len(seen)
         if len(key) < 2:
             continue
-        if key in seen or any(_near(key, k) for k in seen):
+        if key in seen or any(_near(key, k) for k in seen[line_start:]):
             return " ".join(key)
         cut = i == len(parts) - 1 and not text.rstrip().endswith((".", "!", "?"))
         if cut and len(key) >= 3 and any(k[:len(key)] == key for k in seen):

@@ -521,6 +521,31 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
 
 
+def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
+    """A will's result lines, oldest first, as a player keeps them: a Spy's
+    night in one sentence ("N2: The Mafia visited Player 1 and Player 10 last
+    night."), and a result found again on a later night once, with its nights
+    ("N1, N3: Player 5 is not suspicious."), so no sentence is said twice."""
+    spied: dict[int, list[int]] = {}
+    for r in results:
+        if r.kind == "mafia_visited" and r.target not in spied.setdefault(r.night, []):
+            spied[r.night].append(r.target)
+    lines: list[tuple[list[int], str]] = []
+    for r in results:
+        if r.kind == "mafia_visited":
+            if r.night not in spied:
+                continue
+            said = cv.say_mafia_visited(*(name(t) for t in spied.pop(r.night)))
+        else:
+            said = r.sentence(name)
+        same = next((line for line in lines if line[1] == said), None)
+        if same is None:
+            lines.append(([r.night], said))
+        elif r.night not in same[0]:
+            same[0].append(r.night)
+    return [", ".join(f"N{n}" for n in nights) + f": {said}" for nights, said in lines]
+
+
 def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
@@ -533,7 +558,7 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     # moves that draw no wording first: the scripted bots render their wills
     # and claims on most turns, and a fresh RNG costs more than the text
     if isinstance(move, WillMove):
-        results = [f"N{r.night}: {r.sentence(name)}" for r in move.results]
+        results = will_lines(move.results, name)
         while results and len("\n".join([cv.say_role(move.role), *results])) > MAX_WILL:
             results.pop(0)  # the oldest results go first: a will holds 400 characters
         return "\n".join([cv.say_role(move.role), *results])
