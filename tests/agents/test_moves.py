@@ -464,6 +464,20 @@ def test_a_seat_that_has_voted_says_the_vote_it_cast() -> None:
     assert after == {4}
 
 
+def test_the_turn_after_a_vote_knows_the_vote() -> None:
+    """Seen in a lobby: an act-first seat voted against Player 4, then said
+    "My vote goes to Player 6." in the same ask (its vote was not applied yet)."""
+    t = day3_investigator()
+    backend = ScriptedBackend(["<thinking>Player 4.</thinking>", "<vote>Player 4</vote>",
+                               "<thinking>Say it.</thinking>", "<speak>will vote Player 4</speak>"])
+    seat = LLMSeat(7, ToolLoop(backend, MOVES))
+    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
+    assert cmds[0] == Vote(7, 4) and isinstance(cmds[1], Chat) and "Player 4" in cmds[1].text
+    speech = backend.requests[-1].regex or ""
+    assert re.fullmatch(speech, "<speak>will vote Player 4</speak>")
+    assert not re.fullmatch(speech, "<speak>will vote Player 5</speak>")
+
+
 def test_a_will_says_each_result_once_and_a_spys_night_in_one_sentence() -> None:
     """Seen in a lobby: an Investigator's will said "Player 5 could be a
     Medium, Janitor, or Retributionist." for Night 1 and again for Night 2;

@@ -27,7 +27,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
-from tossim.engine.commands import Command, WriteDeathNote, WriteWill
+from tossim.engine.commands import Command, Vote, WriteDeathNote, WriteWill
 from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -89,6 +89,8 @@ async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command
             deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
         return cmds
     memory.legal = rest
+    if isinstance(first, Vote):  # the second turn knows the vote it just cast
+        memory.you = replace(memory.you, vote=first.target)
     second = await _in_time(turn, deadline)
     return cmds + ([second] if second is not None else [])
 
