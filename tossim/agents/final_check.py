@@ -1,30 +1,28 @@
-"""The one check of a model seat's final action, shared by the token-ID tool
-loop (`loop.py`) and the chat seat (`chat_seat.py`), so both refuse the same
+"""The one check of a model seat's final action, made by the tool loop
+(`loop.play_turn`) for token-ID and chat seats alike, so both refuse the same
 actions with the same observations and count them the same way
-(docs/agents.md, "Tool loop" and "The text guard").
+(docs/agents.md, "The tool loop" and "The text guard").
 
 An action is checked by the engine's rules first (`actions.to_command`: an
 impossible action is a fault of its kind, answered with the likely
 candidates), then, for text the model wrote itself, by the text guard (a
-degenerate speech, will or note). What a seat does after a refusal (retry,
-fall back to structured moves, wait) stays its own."""
+degenerate speech, will or note). What follows a refusal (retry, fall back
+to structured moves, wait) is the loop's, by the seat's `TurnRules`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tossim.agents.actions import fault_observation, to_command
 from tossim.agents.escape import escape_text
 from tossim.agents.guard import reason_kind
 from tossim.agents.lines import guard_action, guard_observation
 from tossim.agents.memory import SeatMemory
+from tossim.agents.turn import TurnStats
 from tossim.engine.commands import Command
 from tossim.engine.legal import IllegalCommand
-
-if TYPE_CHECKING:
-    from tossim.agents.loop import TurnStats
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,11 @@
 """A model seat's metrics: `AgentMetrics`, what it did summed over its turns
 (a worker sends one turn's as `fields()`), and `SeatMetrics`, the typed
 value a `seat.ModelSeat` reports (`seat_metrics()`), whose `to_dict()` is the
-`agent` part of the seat's stored metrics (docs/agents.md, "Metrics")."""
+`agent` part of the seat's stored metrics (docs/agents.md, "Metrics").
+
+One type for every model seat: a seat on a chat API (`chat=True`) also
+counts what its API reports (requests, errors, latency, cost), and only its
+stored metrics carry those keys, so a token-ID seat's stay as they were."""
 
 from __future__ import annotations
 
@@ -12,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from tossim.engine.commands import Command
 
 if TYPE_CHECKING:
-    from tossim.agents.loop import TurnResult
+    from tossim.agents.turn import TurnResult
+
+
+_CHAT_FIELDS = frozenset({"requests", "completion_tokens", "errors", "abstained",
+                          "abstained_kinds", "cost_usd", "latency_seconds",
+                          "max_latency_seconds"})
+_KIND_FIELDS = frozenset({"chat", "priced"})  # what the sums are of, not sums
 
 
 @dataclass
@@ -55,6 +65,19 @@ class AgentMetrics:
     # seat, and those in which it took it, by kind (docs/agents.md, "Metrics")
     offered: dict[str, int] = field(default_factory=dict)
     taken: dict[str, int] = field(default_factory=dict)
+    # a seat on a chat API (`chat`): what its API reports, counted as each
+    # request is answered (a turn cancelled at its deadline keeps them)
+    chat: bool = False  # store the fields below (`to_dict`)
+    priced: bool = True  # False: the entry has no price, and its cost is None ("-")
+    requests: int = 0
+    completion_tokens: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # by kind, retried ones too
+    abstained: int = 0  # turns that ended in `wait` because of an error or the deadline
+    # the same, by kind (turn_records.abstention: "timeout", "error")
+    abstained_kinds: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    latency_seconds: float = 0.0  # summed over requests
+    max_latency_seconds: float = 0.0
     # (phase_seq, kind, "offered" | "taken") already counted: a phase counts once
     _counted: set[tuple[int, str, str]] = field(default_factory=set, repr=False,
                                                  compare=False)
@@ -108,19 +131,26 @@ class AgentMetrics:
         for name in ("turns", "tool_calls", "thinking_tokens", "segments", "prompt_tokens",
                      "generated_tokens", "requested_tokens", "cached_tokens", "truncated",
                      "malformed", "forced", "timed_turns", "time_given", "time_used",
-                     "thinking_cut", "misses", "repeated_tools", "silenced", "moved"):
+                     "thinking_cut", "misses", "repeated_tools", "silenced", "moved",
+                     "requests", "completion_tokens", "abstained", "cost_usd",
+                     "latency_seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in ((self.actions, other.actions), (self.faults, other.faults),
                              (self.moves, other.moves), (self.degenerate, other.degenerate),
-                             (self.offered, other.offered), (self.taken, other.taken)):
+                             (self.offered, other.offered), (self.taken, other.taken),
+                             (self.errors, other.errors),
+                             (self.abstained_kinds, other.abstained_kinds)):
             for k, n in theirs.items():
                 mine[k] = mine.get(k, 0) + n
         self.seconds += other.seconds
         self.max_seconds = max(self.max_seconds, other.max_seconds)
+        self.max_latency_seconds = max(self.max_latency_seconds, other.max_latency_seconds)
 
     def fields(self) -> dict[str, Any]:
-        """The summed fields as `from_fields` reads them (what a worker sends)."""
-        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        """The summed fields as `from_fields` reads them (what a worker sends;
+        a chat API's only for a chat seat's)."""
+        skip = _KIND_FIELDS | (frozenset() if self.chat else _CHAT_FIELDS)
+        return {k: v for k, v in vars(self).items() if not k.startswith("_") and k not in skip}
 
     @classmethod
     def from_fields(cls, data: object) -> AgentMetrics:
@@ -147,7 +177,7 @@ class AgentMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         turns = max(self.turns, 1)
-        return {
+        out: dict[str, Any] = {
             "turns": self.turns, "actions": dict(sorted(self.actions.items())),
             "tool_calls": self.tool_calls, "thinking_tokens": self.thinking_tokens,
             "segments": self.segments,
@@ -174,14 +204,22 @@ class AgentMetrics:
             "act_rate": {k: round(self.taken.get(k, 0) / n, 3)
                          for k, n in sorted(self.offered.items())},
         }
+        if self.chat:
+            out.update({
+                "requests": self.requests, "completion_tokens": self.completion_tokens,
+                "errors": dict(sorted(self.errors.items())), "abstained": self.abstained,
+                "abstained_kinds": dict(sorted(self.abstained_kinds.items())),
+                "cost_usd": round(self.cost_usd, 6) if self.priced else None,
+                "mean_latency_seconds": round(self.latency_seconds / max(self.requests, 1), 3),
+                "max_latency_seconds": round(self.max_latency_seconds, 3)})
+        return out
 
 
 @dataclass(frozen=True)
 class SeatMetrics:
-    """What a model seat reports: its sums (a snapshot; a chat seat's are
-    `ChatMetrics`) and, for a seat on a catalogue entry's chat API, the
-    entry's name and the constraint mode its endpoint honours. `to_dict()`
-    is the stored and JSON form."""
+    """What a model seat reports: its sums (a snapshot) and, for a seat on a
+    catalogue entry's chat API, the entry's name and the constraint mode its
+    endpoint honours. `to_dict()` is the stored and JSON form."""
 
     sums: AgentMetrics
     entry: str | None = None
