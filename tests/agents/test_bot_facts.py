@@ -124,15 +124,21 @@ def test_a_warning_that_a_lynch_costs_a_town_role_is_not_begging() -> None:
     assert [c.kind for c in vocab.parse("Lynch me then, see what happens.")] == [cv.BEG]
 
 
-def test_few_players_left_with_a_killer_among_them_the_town_lynches_its_best_suspect() -> None:
+def test_few_players_left_the_town_lynches_its_best_suspect() -> None:
+    """The game goes on, so someone among the few left still stops the
+    Town's win (a killer, or a Witch while a Vigilante has bullets)."""
     bot = _town_bot(day=6)
-    bot.alive, bot.last_death_day = {1, 2, 3, 4}, 6  # someone died today: no draw near
-    bot.claims.update({2: "lookout", 3: "medium", 4: "escort"})
+    bot.alive, bot.last_death_day = {1, 2, 3, 4, 5}, 6  # someone died today: no draw near
+    bot.claims.update({2: "lookout", 3: "medium", 4: "escort", 5: "sheriff"})
     bot.own[3] = 0.2
+    assert not bot._must_lynch()
     assert bot._verdict(3) == "innocent"  # slight evidence, nothing forces a lynch
-    bot.killers_seen["arsonist"] = 5  # a body showed an Arsonist's fire; none has flipped
+    bot.alive = {1, 2, 3, 4}
     bot._sus = None
     assert bot._must_lynch() and bot._verdict(3) == "guilty"
+    bot.own[2] = 0.8  # ... but not while someone else is clearly more suspect
+    bot._sus = None
+    assert bot._verdict(3) == "innocent"
 
 
 def test_calls_to_lynch_one_player_day_after_day_with_no_result_move_nobody() -> None:
@@ -146,3 +152,82 @@ def test_calls_to_lynch_one_player_day_after_day_with_no_result_move_nobody() ->
         bot._hear(5, "Vote Player 2!", day)
     assert bot.tunnels(5, 2)
     assert bot.sus()[5] > 0 and bot.sus()[2] <= 0.15
+
+
+def test_a_claim_the_list_seldom_backs_is_weighed_on_the_stand() -> None:
+    """Classic deals a Bodyguard only from its Random Town slot, and the
+    Godfather hides behind one (its Investigator group): a Bodyguard claim
+    on the stand is a likely cover, a Sheriff claim (a fixed slot whose real
+    holder would answer a fake) is not."""
+    bot = _started(_town_bot(), "classic")
+    assert bot._cover_doubt("bodyguard") > 0.8 and bot._cover_doubt("sheriff") == 0.0
+    bot.claims.update({2: "bodyguard", 3: "sheriff"})
+    bot.own[2] = bot.own[3] = 0.3
+    assert bot._verdict(2) == "guilty" and bot._verdict(3) == "innocent"
+
+
+def test_an_investigator_result_that_fits_a_claim_clears_only_as_far_as_the_group_is_town() -> None:
+    bot = _started(_town_bot(), "classic")
+    gf_group = GROUP_OF["Godfather"]  # Bodyguard, Godfather, Arsonist
+    doc_group = GROUP_OF["Doctor"]  # Doctor, Disguiser, Serial Killer
+    lookout_group = GROUP_OF["Lookout"]  # Lookout, Forger, Witch: no enemy in Classic
+    assert bot.group_weight(gf_group, "bodyguard") > 0.5
+    assert 0.0 < bot.group_weight(doc_group, "doctor") < bot.group_weight(gf_group, "bodyguard")
+    assert bot.group_weight(lookout_group, "lookout") < 0.0
+
+
+def test_a_suspicious_result_weighs_less_while_a_framer_may_be_alive() -> None:
+    bot = _started(_town_bot(), "classic")
+    bot.claims[3] = "sheriff"
+    bot.reports.append((3, "suspicious", 5, 0.7, None))
+    framed = bot.sus()[5]
+    bot.dead_role[7], bot.alive = "framer", {1, 2, 3, 4, 5, 6}
+    bot._sus = None
+    assert bot.sus()[5] > framed  # the Framer flipped: the result stands
+
+
+def test_a_not_suspicious_result_clears_less_with_a_hidden_killer_at_large() -> None:
+    from tossim.agents.scripted import _HANDLERS
+
+    bot = _started(_town_bot(), "ranked")
+    bot.role = "sheriff"
+    _HANDLERS["night.sheriff_innocent"][0](bot, {"target": 5, "result": "not_suspicious"})
+    cleared = bot.sus()[5]
+    bot.killers_seen["arsonist"] = 3  # a fire: an Arsonist (not suspicious to a Sheriff) lives
+    bot._sus = None
+    assert cleared < bot.sus()[5] < 0.0
+
+
+def test_a_harmless_neutral_tells_the_truth_and_the_town_is_wary_of_it() -> None:
+    surv = ScriptedBot(2, 0)
+    surv.role = "survivor"
+    assert surv._my_claim() == "survivor"
+    bot = _town_bot()
+    bot.claims[2] = "survivor"
+    assert bot.sus()[2] > 0.0  # not Town by their own word
+    assert bot._verdict(2) == "guilty"
+
+
+def test_a_consigliere_names_a_rival_killer_it_found() -> None:
+    from tossim.agents.scripted import _HANDLERS
+
+    bot = _started(ScriptedBot(3, 0), "ranked")
+    bot.ready, bot.role, bot.mafia, bot.day = True, "consigliere", True, 2
+    bot.names = tuple(f"Player {i}" for i in range(1, 16))
+    bot.alive = set(range(1, 16))
+    _HANDLERS["night.consigliere"][0](bot, {"target": 9, "role": "Arsonist"})
+    said = bot._speech()
+    assert "Player 9 could be a Bodyguard, Godfather, or Arsonist." in said
+    assert 9 in bot.outed
+
+
+def test_a_claimed_sheriff_tells_each_new_result() -> None:
+    from tossim.agents.moves import Result
+
+    bot = _town_bot()
+    bot.role = bot.claimed = "sheriff"
+    bot.names = tuple(f"Player {i}" for i in range(1, 8))
+    bot.unshared = [Result("innocent", 4, 3)]
+    said = bot._speech()
+    assert "Player 4 is not suspicious." in said and "I am the" not in said
+    assert not bot.unshared

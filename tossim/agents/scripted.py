@@ -16,6 +16,7 @@ acts suspicious; everyone keeps a last will with their role and results.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,16 @@ from tossim.engine.commands import (
 )
 from tossim.engine.legal import LegalAction
 from tossim.engine.role_lists import RoleListError, SlotKind, parse_slot
-from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
+from tossim.engine.roles import (
+    FRAMER_GROUP,
+    GROUP_OF,
+    ROLES,
+    Faction,
+    Role,
+    cover_claims,
+    find_role,
+    threat,
+)
 from tossim.engine.roles.town import SHERIFF_KEYS
 from tossim.engine.view import SelfView, View
 
@@ -57,20 +67,32 @@ SILENT_INVESTIGATOR = 0.5
 CLAIM_DAY = 3  # from this day on, everybody is expected to claim a role
 GUILTY_AT = 0.6
 CLEAR_CLAIM_AT = 0.75  # evidence it takes to lynch an uncontested Town claim
-CONTESTED_AT = 0.95  # ... and a claim someone else makes too, or of a dead role
+CONTESTED_AT = 0.88  # ... and a claim someone else makes too, or of a dead role
+RIVAL_MARGIN = 0.2  # with a lynch needed today: how far below the top suspect still hangs
 VOTE_AT = 0.7
 # evidence thresholds shrink as the share of enemies among the living grows
 URGENT_BASE, URGENT_SLOPE, URGENT_FLOOR = 1.5, 1.5, 0.5
 # this few alive (at least 4, or 40% of the seats) with a killer among them: lynch today
 MUST_LYNCH_ALIVE, MUST_LYNCH_SHARE = 4, 0.4
+# how much less a Sheriff's "suspicious" weighs while the deal may hold a
+# framer nobody has seen dead (its victims look guilty)
+FRAME_DOUBT = 0.4
 SHOOT_AT = 0.8
 EXECUTE_AT = 0.7
 TUNNEL_DAYS = 2  # calls on one player on this many days, with no result: tunnelling
 TUNNEL_SUS = 0.3  # ... which makes the caller a little suspect
 ACCUSE_CAP = 0.3  # the most that calls for a player's lynch alone add to suspicion
+# what an uncontested claim adds, times the chance it is the cover of a
+# killer a body proved alive; and times the chance it is any liar's cover,
+# when it is made on the stand
+AT_LARGE_DOUBT = 0.9
+STAND_DOUBT = 0.6
+CLEARED = 0.8  # an own "not suspicious" result, less the chance it hides a killer
+NOT_TOWN_CLAIM = 0.4  # what a claim of a harmless role that is not Town adds
 CORROBORATED = 0.3  # an Investigator's result that fits its target's claim speaks for them
 LONE_RESULT = 0.7  # what a claimed Sheriff's "X is suspicious!" weighs
 PLAUSIBLE = 0.7  # the average deal of a role at which its claim is believed in full
+WAGON_AT = 0.1  # what it takes to join a wagon of two or more
 CALLED_AT = 1.0  # trust in those calling for a vote on a player, to join them
 PUT_UP_P = 0.4  # a Town player puts a quiet player up on a day nobody accuses
 DAY1_TALK_P = 0.4  # how often a bot says hello on Day 1
@@ -93,6 +115,41 @@ def _enemy(role: str) -> bool:
     if hit is None or hit[0] is not r:
         hit = _ENEMY[role] = (r, threat(r) >= 1.0)
     return hit[1]
+
+
+def _frames(role: str) -> bool:
+    """A role whose night ability frames (the registry's "frame" handler): a
+    Sheriff's or an Investigator's result on its victim is false."""
+    r = ROLES.get(role)
+    return r is not None and r.night is not None and r.night.handler_key == "frame"
+
+
+def _looks_innocent(role: str) -> bool:
+    """A role a Sheriff finds not suspicious (the registry's Sheriff facts)."""
+    r = ROLES[role]
+    return not r.suspicious or r.detection_immune
+
+
+def _pushes(role: str) -> bool:
+    """A role that wins when the Town lynches someone else it names (the
+    registry's Executioner win): it calls for that lynch day after day."""
+    r = ROLES.get(role)
+    return r is not None and r.win == "executioner"
+
+
+@dataclass(frozen=True)
+class _Grave:
+    """What a bot reads off the graveyard and the bodies, kept until the next
+    death: the killers proven alive, each role's players left on average,
+    the doubt on a "not suspicious" and on a "suspicious" result, and how
+    many players who push a lynch to win may be left."""
+
+    key: tuple[int, int, int]
+    at_large: frozenset[str]
+    left: dict[str, float]
+    green: float
+    frame: float
+    pushers: float
 
 
 @dataclass(frozen=True)
@@ -133,15 +190,31 @@ class RoleOdds:
         return RoleOdds(slots, expected, frozenset(narrow or slots), enemies)
 
 
+_ODDS: dict[tuple[tuple[str, ...], bool], RoleOdds] = {}
+
+
+def _odds(role_list: tuple[str, ...], custom: bool) -> RoleOdds:
+    """`RoleOdds.of`, read once per list (every bot of a game reads the same
+    list; nothing changes a RoleOdds once made)."""
+    hit = _ODDS.get((role_list, custom))
+    if hit is None:
+        if len(_ODDS) > 256:
+            _ODDS.clear()
+        hit = _ODDS[(role_list, custom)] = RoleOdds.of(list(role_list), custom)
+    return hit
+
+
 NO_ODDS = RoleOdds({k: 15 for k in ROLES}, {k: 1.0 for k in ROLES}, frozenset(ROLES), 4.0)
 
 
-def _group_evil(roles: tuple[str, ...], odds: RoleOdds) -> float:
+def _group_evil(roles: tuple[str, ...], odds: RoleOdds,
+                at_large: frozenset[str] = frozenset()) -> float:
     """How bad an Investigator's result is: the threat of the roles in it,
-    each weighed by how many of it this game's list deals on average (a
-    "don't lynch" role counts as harmless here)."""
-    weights = [(r, odds.expected.get(r.key, 0.0)) for n in roles
-               if (r := find_role(n)) is not None]
+    each weighed by how many of it this game's list deals on average, or at
+    least one of a killer a body proved alive (`at_large`; a "don't lynch"
+    role counts as harmless here)."""
+    weights = [(r, max(odds.expected.get(r.key, 0.0), 1.0 if r.key in at_large else 0.0))
+               for n in roles if (r := find_role(n)) is not None]
     total = sum(w for _, w in weights)
     if total <= 0.0:
         return 0.0
@@ -179,7 +252,11 @@ class ScriptedBot:
         self.own: dict[int, float] = {}  # this bot's own evidence
         self.own_groups: dict[int, tuple[str, ...]] = {}
         self.credit: dict[int, float] = {}
-        self.group_cache: dict[tuple[str, ...], float] = {}
+        self.group_cache: dict[tuple[tuple[str, ...], frozenset[str]], float] = {}
+        # (role, proven killers only, the graveyard's key) -> cover doubt
+        self._doubts: dict[tuple[str, bool, tuple[int, int, int]], float] = {}
+        self._covers: dict[str, list[tuple[str, float]]] | None = None
+        self._grave_cache: _Grave | None = None
         self.checked: set[int] = set()
         self.results: list[Result] = []  # own night results (the will's lines)
         self.unshared: list[Result] = []  # results not yet said in public
@@ -224,6 +301,9 @@ class ScriptedBot:
         self.calls_day = 0
         self.talked: dict[int, int] = {}  # slot -> public messages so far
         self.checked_sus: set[int] = set()  # own Sheriff results that came back guilty
+        self.cleared: set[int] = set()  # own Sheriff results that came back not suspicious
+        self.known: dict[int, str] = {}  # slot -> role a Consigliere's check showed
+        self.outed: set[int] = set()  # known killers this bot has named in public
         self.acted: list[tuple[int, int]] = []  # (night, target) of own night actions
         self._said: dict[int, list[cv.Claim]] = {}  # Lookout sentences, by speaker
         self.good_vote: int | None = None  # an evil player this bot voted guilty on
@@ -274,6 +354,10 @@ class ScriptedBot:
         self.names = tuple(e.name for e in obs.roster)
         self.vocab = cv.vocabulary(self.names)
         self.alive = {e.slot for e in obs.roster if e.alive}
+        for e in obs.roster:  # a seat that first looks late: the graveyard so far
+            if not e.alive:
+                role = find_role(e.role or "")
+                self.dead_role[e.slot] = role.key if role else ""
         self.mafia = you.faction == Faction.MAFIA.value
         self.team = frozenset(you.teammates or ())
         self.exe_target = you.target
@@ -360,8 +444,9 @@ class ScriptedBot:
         result of their own against them: what an Executioner does, so the
         calls alone move nobody (docs/rules.md, fairness figures)."""
         days = self.pushed.get((src, target))
-        if days is None or len(days) < TUNNEL_DAYS or src == self.slot:
-            return False
+        if days is None or len(days) < TUNNEL_DAYS or src == self.slot \
+                or self._grave().pushers <= 0.0:
+            return False  # (no role of the list wins by a lynch it pushes)
         return not any(r[0] == src and r[2] == target and r[1] != cv.ACCUSE
                        for r in self.reports)
 
@@ -396,6 +481,7 @@ class ScriptedBot:
                 base = 0.4
             # a role this list seldom deals is more often a cover than the truth
             base *= min(1.0, self.odds.expected.get(claim, 0.0) / PLAUSIBLE)
+            base *= 1.0 - self._cover_doubt(claim)
         return base * self.credit.get(src, 1.0)
 
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
@@ -409,18 +495,26 @@ class ScriptedBot:
         return self._stats
 
     def group_weight(self, roles: tuple[str, ...], claim: str | None) -> float:
-        evil = self.group_cache.get(roles)
+        at_large = self._grave().at_large
+        evil = self.group_cache.get((roles, at_large))
         if evil is None:
-            evil = self.group_cache[roles] = _group_evil(roles, self.odds)
+            evil = self.group_cache[(roles, at_large)] = _group_evil(roles, self.odds, at_large)
         if claim is not None:
             if ROLES[claim].name in roles:
-                return 0.3 * evil - 0.2
+                # an evil role hides behind a Town role of its own group, so
+                # a fitting claim clears only as far as the group is Town
+                return evil - 0.2
             # caught lying; but a Jester lies on purpose to get lynched, and a
             # player an Arsonist doused shows the Arsonist's group (rules A4)
             if "Jester" in roles:
-                return 0.7
-            return 0.7 if "Arsonist" in roles and "arsonist" in self.possible else 1.5
-        return 1.2 * evil
+                w = 0.7
+            else:
+                w = 0.7 if "Arsonist" in roles and "arsonist" in self.possible else 1.5
+        else:
+            w = 1.2 * evil
+        if roles == FRAMER_GROUP:  # a framed player shows the Framer's group
+            w *= 1.0 - self._frame_doubt()
+        return w
 
     def sus(self) -> dict[int, float]:
         """Suspicion per living player (higher: more likely evil)."""
@@ -435,6 +529,11 @@ class ScriptedBot:
         group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
         accuse = cv.ACCUSE
         called: dict[int, float] = {}  # target -> suspicion from calls so far
+        framed = 1.0 - self._frame_doubt()
+        green = 1.0 - self._green_doubt()
+        for p in self.cleared:
+            if p in s:
+                s[p] -= CLEARED * green
         for src, kind, target, w, extra in self.reports:  # in order: the sums stay exact
             if target not in s:
                 continue
@@ -446,14 +545,21 @@ class ScriptedBot:
             if kind == group:
                 tc = claim_of(target)
                 w = self.group_weight(extra, tc)
-                if src in s and tc is not None and tc in ROLES and ROLES[tc].name in extra:
+                if src in s and tc is not None and tc in ROLES and ROLES[tc].name in extra \
+                        and w < 0.0:
                     s[src] -= CORROBORATED  # their result fits what the player claimed
                 if claim_of(src) != "investigator" and src not in dead_role:
                     w *= 0.5
             elif kind in (suspicious, innocent) and src in dead_role:
                 w = 1.0 if kind == suspicious else w  # a will: the flip backs it
+                if kind == suspicious:
+                    w *= framed
             elif kind in (suspicious, innocent) and claim_of(src) != "sheriff":
-                w *= 0.4
+                w *= 0.4 * (framed if kind == suspicious else green)
+            elif kind == suspicious:
+                w *= framed
+            elif kind == innocent:
+                w *= green
             elif kind == visited:
                 if extra in self.burned:
                     w = 1.0  # the house burned later: a douse leaves no other trace
@@ -474,20 +580,25 @@ class ScriptedBot:
                 s[p] += self.group_weight(roles, self.claims.get(p))
         dead_roles, claimants = self._claim_stats()
         town_me = ROLES[self.role].faction is Faction.TOWN
-        revealed, fixed, my_role, me = self.revealed, self.odds.narrow, self.role, self.slot
+        revealed, my_role, me = self.revealed, self.role, self.slot
         for p, c in self.claims.items():
             if p not in s or p in revealed:
                 continue
             if _enemy(c):
                 s[p] += 3.0
+            elif ROLES[c].faction is not Faction.TOWN:
+                # not Town by their own word: any evil may say as much, and
+                # their lynch costs the Town nobody (a Jester's claim excepted)
+                r = threat(ROLES[c])
+                s[p] += NOT_TOWN_CLAIM + r if r >= 0.0 else 0.0
             elif c in dead_roles:
                 # a second player of a dead role: unlikely when few slots can deal it
                 s[p] += 1.5 if ROLES[c].unique else 1.6 / max(2, self.odds.slots.get(c, 2))
             else:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.7 / max(2, self.odds.slots.get(c, 2))  # unless the list deals many
-                if c not in fixed:
-                    s[p] += 0.15  # only a Random or Any slot can be this role
+                # a killer a body proved alive hides behind a role like this
+                s[p] += AT_LARGE_DOUBT * self._doubt(c, True)
             if town_me and c == my_role and p != me:
                 # I know who has my role; a role the list may deal twice is
                 # still more often a cover than a second one
@@ -533,8 +644,8 @@ class ScriptedBot:
         if self.claimed:
             return self.claimed
         role = self.role
-        if ROLES[role].faction is Faction.TOWN:
-            return role
+        if ROLES[role].faction is Faction.TOWN or threat(ROLES[role]) == 0.0:
+            return role  # the Town, and a neutral that harms nobody, tell the truth
         if not self.cover:  # chosen once, so the story never changes
             # a role of its own Investigator group, so a result cannot catch
             # the lie; else any Town role this game may have that nobody took
@@ -552,6 +663,12 @@ class ScriptedBot:
 
     def _claim_text(self) -> str:
         accused = self.accused_me
+        if self.claimed and self.claimed == self.role and self.unshared and not accused:
+            # claimed already: only the new results
+            text = talk.results_update(self.rng, ROLES[self.role].name) + " " + " ".join(
+                self._move_text(Report(r)) for r in self.unshared)
+            self.unshared = []
+            return text
         self.claimed = self._my_claim()
         self.accused_me = False
         claim = self._move_text(ClaimRole(ROLES[self.claimed].name))
@@ -784,6 +901,81 @@ class ScriptedBot:
         return self.draw_warned == self.day or (
             self.day >= DRAW_WATCH_DAY and self.day - self.last_death_day >= 1)
 
+    def _cover_doubt(self, role: str) -> float:
+        """How likely an uncontested claim of `role` is an enemy's cover: an
+        enemy claims a Town role of its own Investigator group (the
+        registry's `cover_claims`), and a real holder alive would have
+        answered the claim, so the cover is likely when the list seldom deals
+        the role and deals enemies that hide behind it."""
+        return self._doubt(role, False)
+
+    def _doubt(self, role: str, proven: bool) -> float:
+        """`_cover_doubt`, or (`proven`) counting only the killers a body
+        proved alive (each at least one)."""
+        grave = self._grave()
+        key = (role, proven, grave.key)
+        hit = self._doubts.get(key)
+        if hit is None:
+            at_large = grave.at_large
+            real = self._left_of(role)
+            fake = 0.0
+            for e, share in self._cover_table().get(role, ()):
+                if proven and e not in at_large:
+                    continue
+                n = self._left_of(e)
+                fake += (max(1.0, n) if e in at_large else n) * share
+            fake *= max(0.0, 1.0 - real)  # ... and no real one to answer the claim
+            hit = self._doubts[key] = fake / (fake + real) if fake > 0.0 else 0.0
+        return hit
+
+    def _cover_table(self) -> dict[str, list[tuple[str, float]]]:
+        """Town role -> the liars (roles that harm the Town) this list may
+        deal that hide behind it, each with its share of their covers."""
+        if self._covers is None:
+            self._covers = {}
+            for e in self.odds.expected:
+                if threat(ROLES[e]) <= 0.0:
+                    continue
+                covers = [r for r in cover_claims(ROLES[e]) if r in self.possible]
+                for c in covers:
+                    self._covers.setdefault(c, []).append((e, 1.0 / len(covers)))
+        return self._covers
+
+    def _grave(self) -> _Grave:
+        """What the graveyard and the bodies say now (kept until a death)."""
+        key = (len(self.dead_role), len(self.killers_seen), len(self.alive))
+        g = self._grave_cache
+        if g is not None and g.key == key:
+            return g
+        dead = Counter(self.dead_role.values())
+        at_large = frozenset(k for k in self.killers_seen if k in ROLES and k not in dead)
+        left = {k: max(0.0, n - dead.get(k, 0)) for k, n in self.odds.expected.items()}
+        hidden = sum(max(n, 1.0) if k in at_large else n for k, n in left.items()
+                     if _enemy(k) and _looks_innocent(k))
+        framers = sum(n for k, n in left.items() if _frames(k))
+        g = self._grave_cache = _Grave(
+            key, at_large, left,
+            green=min(1.0, hidden / max(1, len(self.alive) - 1)),
+            frame=FRAME_DOUBT * min(1.0, framers),
+            pushers=sum(n for k, n in left.items() if _pushes(k)))
+        return g
+
+    def _green_doubt(self) -> float:
+        """The chance that a "not suspicious" result hides an enemy: the
+        enemies left that a Sheriff cannot see (the registry's
+        `suspicious` and `detection_immune`), a killer a body proved alive
+        counted in full, over the other living players."""
+        return self._grave().green
+
+    def _left_of(self, role: str) -> float:
+        """How many of `role` the deal holds on average, less those seen dead."""
+        return self._grave().left.get(role, 0.0)
+
+    def _frame_doubt(self) -> float:
+        """How much a "suspicious" result is doubted: FRAME_DOUBT while the
+        deal may hold a framer nobody has seen dead."""
+        return self._grave().frame
+
     def _enemies_left(self) -> float:
         """How many enemies of the Town the deal holds on average, less those
         already seen dead (the graveyard is public)."""
@@ -804,12 +996,13 @@ class ScriptedBot:
         return n
 
     def _must_lynch(self) -> bool:
-        """Few players left and a killer among them, or a draw by time
-        near: a day without a lynch is the game lost or drawn, so the Town
-        lynches its best suspect (docs/rules.md, fairness figures)."""
+        """Few players left, or a draw by time near: the game goes on, so
+        someone among the living still stops the Town's win (a killer, or a
+        Witch while a Vigilante has bullets), and a day without a lynch is
+        the game lost or drawn, so the Town lynches its best suspect
+        (docs/rules.md, fairness figures)."""
         few = max(MUST_LYNCH_ALIVE, round(MUST_LYNCH_SHARE * len(self.names)))
-        return self._draw_near() or (
-            len(self.alive) <= few and self._killers_at_large() > 0)
+        return self._draw_near() or len(self.alive) <= few
 
     def _urgency(self) -> float:
         """How much less evidence a lynch needs today (1: none less): the more
@@ -863,8 +1056,10 @@ class ScriptedBot:
             if self._counterclaim():
                 return self._claim_text()
             if self.unshared and role in KEY_CLAIMS:
-                worth = self.accused_me or any(
-                    r.kind in ("suspicious", "visited", "group") for r in self.unshared)
+                # a result worth a claim; once claimed (or from the claim
+                # day) every result is told, or the claim looks empty
+                worth = self.accused_me or self.claimed == role or self.day >= CLAIM_DAY \
+                    or any(r.kind in ("suspicious", "visited", "group") for r in self.unshared)
                 if worth:
                     return self._claim_text()
             if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed \
@@ -872,6 +1067,15 @@ class ScriptedBot:
                 return self._claim_text()
             return ""
         # Mafia and the Serial Killer
+        rival = self._rival_killer()
+        if rival is not None and self.day >= 2:
+            # a killer of another side the Consigliere found: the Town may
+            # lynch it for us (its true Investigator group, said as a result)
+            self.outed.add(rival)
+            claim = "" if self.claimed else self._claim_text() + " "
+            group = GROUP_OF.get(ROLES[self.known[rival]].name)
+            if group:
+                return claim + cv.say_group(self._name(rival), group)
         team_faked = any(self.claims.get(t) == "sheriff" for t in self.team)
         if self.mafia and not self.fake_sheriff_done and self.day >= 2 and not team_faked:
             threat = self._sheriff_threat()
@@ -903,6 +1107,16 @@ class ScriptedBot:
             return False
         return any(r == self.role and s != self.slot and s in self.alive
                    for s, r in self.claims.items())
+
+    def _rival_killer(self) -> int | None:
+        """A living killer of another side this bot's checks found and has
+        not named yet."""
+        for t, role in sorted(self.known.items()):
+            if t in self.alive and t not in self.outed and t not in self.team \
+                    and t != self.slot and _enemy(role) \
+                    and ROLES[role].faction is not Faction.MAFIA:
+                return t
+        return None
 
     def _sheriff_threat(self) -> int | None:
         """A living player claiming to have found one of the Mafia."""
@@ -963,6 +1177,9 @@ class ScriptedBot:
                      if t not in mine and t in cands]
             if wagon:
                 return wagon[0]
+            rivals = [t for t in cands if t in self.outed and t in self.alive]
+            if rivals:
+                return rivals[0]
             threat = self._sheriff_threat() if self.mafia else None
             if threat is not None and threat in cands and self.rng.random() < 0.5:
                 return threat
@@ -989,7 +1206,7 @@ class ScriptedBot:
             return wagon[0] if wagon else best
         wagon = [t for t in sorted(tally, key=lambda t: -tally[t]) if t in cands]
         # join a wagon with momentum on someone this bot has something against
-        if wagon and s.get(wagon[0], 0.0) >= (0.1 if tally[wagon[0]] >= 2 else 0.45) \
+        if wagon and s.get(wagon[0], 0.0) >= (WAGON_AT if tally[wagon[0]] >= 2 else 0.45) \
                 and wagon[0] not in self.revealed:
             return wagon[0]
         return None
@@ -1074,6 +1291,8 @@ class ScriptedBot:
             return "innocent" if accused in self.team else "guilty"
         if role == "serial_killer":
             return "guilty"
+        if _enemy(role) and self._must_lynch():
+            return "guilty"  # a lone killer near the end: every lynch brings its win closer
         if accused in self.revealed:
             return "innocent"
         s = self.sus().get(accused, 0.0)
@@ -1090,10 +1309,19 @@ class ScriptedBot:
                      or (claim == self.role and ROLES[self.role].unique))
         # an uncontested Town claim needs real evidence (a result, a caught lie);
         # with a draw by time near, a lynch on slighter grounds beats none
+        if not contested:  # on the stand, a claim the list seldom backs is weighed again
+            s += STAND_DOUBT * self._cover_doubt(claim)
         at = (CONTESTED_AT if contested else CLEAR_CLAIM_AT) * self._urgency()
-        if self._must_lynch():
-            at /= 4
-        return "guilty" if s >= at else "innocent"
+        if s >= at:
+            return "guilty"
+        if self._must_lynch() and s >= at / 4:
+            # a lynch today matters more than whose, but not this one if
+            # someone else is clearly more suspect (a later trial may come)
+            sus = self.sus()
+            rival = max((v for p, v in sus.items() if p != accused and p not in self.revealed),
+                        default=float("-inf"))
+            return "guilty" if s >= rival - RIVAL_MARGIN else "innocent"
+        return "innocent"
 
     def _last_words(self, obs: View) -> list[Command]:
         return []
@@ -1204,6 +1432,9 @@ class ScriptedBot:
         s = self.sus().get(prisoner, 0.0)
         claim = self.jail_claims.get(prisoner) or self.claims.get(prisoner)
         town_claim = claim is not None and ROLES[claim].faction is Faction.TOWN
+        if self._must_lynch() and s >= EXECUTE_AT / 2 and s >= max(
+                (v for p, v in self.sus().items() if p not in self.revealed), default=0.0):
+            return (prisoner,)  # the game needs a death, and this is the best suspect
         if town_claim and s < 0.9:
             return None  # never execute a Town claim without evidence
         if s >= EXECUTE_AT or (claim is None and s >= 0.4):
@@ -1214,7 +1445,7 @@ class ScriptedBot:
         s = self.sus()
         best, top = self._best([t for t in action.targets if t in s and not self.failed.get(t)],
                                lambda c: s[c])
-        if best is None or top < SHOOT_AT:
+        if best is None or top < (SHOOT_AT / 2 if self._must_lynch() else SHOOT_AT):
             return None
         self.night_kills.add(best)
         return (best,)
@@ -1311,9 +1542,10 @@ def _on_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
 
 def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
     role_list = [str(r) for r in d.get("role_list") or ()]
-    b.odds = RoleOdds.of(role_list, d.get("mode") == "custom") if role_list else NO_ODDS
+    b.odds = _odds(tuple(role_list), d.get("mode") == "custom") if role_list else NO_ODDS
     b.possible = frozenset(b.odds.slots)
     b.group_cache = {}
+    b._doubts, b._covers, b._grave_cache = {}, None, None
 
 
 def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1434,9 +1666,11 @@ def _on_reveal(b: ScriptedBot, d: dict[str, Any]) -> None:
 def _on_sheriff(suspicious: bool) -> Callable[[ScriptedBot, dict[str, Any]], None]:
     def handle(b: ScriptedBot, d: dict[str, Any]) -> None:
         t = d["target"]
-        b.own[t] = b.own.get(t, 0.0) + (2.0 if suspicious else -0.8)
         if suspicious:
+            b.own[t] = b.own.get(t, 0.0) + 2.0 * (1.0 - b._frame_doubt())
             b.checked_sus.add(t)
+        else:
+            b.cleared.add(t)  # weighed in `sus`, as the hidden killers left allow
         r = Result("suspicious" if suspicious else "innocent", t, b.ev_day)
         b.results.append(r)
         b.unshared.append(r)
@@ -1465,6 +1699,12 @@ def _on_spy(b: ScriptedBot, d: dict[str, Any]) -> None:
     t = d.get("target")
     if isinstance(t, int):
         b.results.append(Result("mafia_visited", t, b.ev_day))
+
+
+def _on_consigliere(b: ScriptedBot, d: dict[str, Any]) -> None:
+    role = find_role(str(d.get("role", "")))
+    if isinstance(d.get("target"), int) and role is not None:
+        b.known[d["target"]] = role.key
 
 
 def _on_mafia_chosen(b: ScriptedBot, d: dict[str, Any]) -> None:
@@ -1511,6 +1751,7 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "night.lookout": _on_lookout,
     "night.spy": _on_spy,
     "night.mafia_chosen": _on_mafia_chosen,
+    "night.consigliere": _on_consigliere,
 }
 
 # Events after which suspicion must be computed again (a chat line only when

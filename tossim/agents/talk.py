@@ -217,6 +217,12 @@ def results_intro(rng: random.Random) -> str:
     return pick(rng, ("My results:", "What I found:", "Here is what I have:", "Results:"))
 
 
+def results_update(rng: random.Random, role: str) -> str:
+    """The opening of a result told after the claim, the day after the night."""
+    return pick(rng, (f"{role} update.", "New result.", "Last night's result:",
+                      f"As {role}, my latest:", "Another night, another check:"))
+
+
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
