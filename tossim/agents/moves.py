@@ -313,11 +313,12 @@ def own_claim(memory: SeatMemory) -> str | None:
     return None
 
 
-def claimable(memory: SeatMemory, roles: Sequence[str]) -> list[str]:
+def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None) -> list[str]:
     """The roles the seat may claim (in chat and in its will), so that what
     it says holds together over a game: a Town seat claims its own role; any
     other seat a cover, a Town role of the game (a Neutral Benign seat may
-    also claim its own), and once it has claimed one it sticks to it."""
+    also claim its own), and once it has claimed one (`said`, its
+    `own_claim`) it sticks to it."""
     own = memory.you.role
     if memory.you.faction == "town" and own:
         return [own]
@@ -327,7 +328,6 @@ def claimable(memory: SeatMemory, roles: Sequence[str]) -> list[str]:
     if own_spec is not None and own_spec.alignment == "Neutral Benign":
         covers.append(own)
     covers = covers or list(roles)
-    said = own_claim(memory)
     return [said] if said in covers else covers
 
 
@@ -424,7 +424,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         for text, m in items.items():
             table.speak[head + text] = m
 
-    claims = claimable(memory, roles)
+    said = own_claim(memory)  # read once: it walks the seat's public events
+    claims = claimable(memory, roles, said)
     group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
     mine = own_results(memory)
     latest: dict[str, Result] = {}
@@ -441,7 +442,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # (they are a Sheriff's results)
     lies: dict[str, Move] = {}
     if memory.you.faction != "town" and memory.day >= 2 and (
-            own_claim(memory) in (None, "Sheriff")):
+            said in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
                 r = Result(kind, s)
