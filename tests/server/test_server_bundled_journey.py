@@ -1,7 +1,7 @@
 """A person's journey with the bundled model: a human lobby (a freshly
 generated deal secret, so the server's real fair-deal seeds) with SmolLM2 in
 two seats, played in short timed phases from Day 1 to Day 3 while the human
-seat idles. No seat fails, each model seat acts, every phase ends on time
+seat idles. No seat fails, each model seat takes its turns, every phase ends on time
 whatever the model is doing (its turns have deadlines:
 docs/agents.md#deadlines), and no day's summary is empty. Slow: minutes on
 two CPU cores."""
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tossim.agents.turn_records import abstention
 from tossim.inference.registry import unavailable_reason
 
 from .support import Server, ServerFactory, create_game, owner
@@ -72,13 +73,23 @@ async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
     assert not problems, problems
     misses = [r.getMessage() for r in caplog.records if "did not answer" in r.getMessage()]
     print(f"{len(misses)} model turns abstained on time")
-    # each model seat had a command applied (a will, a vote, a night action or
-    # a line: what it chose); what they said is printed
+    # each model seat took turns, and each turn ended in what the seat chose
+    # (an action, or a wait: a seat killed on Night 1 whose role has no first
+    # night may only ever choose to wait); every action it chose was applied as
+    # a command of that seat's; what they said is printed
     said = [(e["data"]["author"], e["data"]["text"]) for e in events
             if e["key"] == "chat.public" and e["data"]["author"] in MODELS]
     print(f"model seats' public lines: {said}")
     origins = {origin for _, origin, _ in await server.store.commands(game_id)}
-    assert {f"ai:{s}" for s in MODELS} <= origins, origins
+    for slot in MODELS:
+        turns = await server.store.turns(game_id, slot)
+        actions = [t.get("action") for t in turns]
+        print(f"seat {slot}: {len(turns)} turns, actions {actions}")
+        assert turns, f"model seat {slot} took no turn"
+        assert all(abstention(t) != "error" for t in turns), turns
+        if any(a not in (None, "wait") for a in actions):
+            assert f"ai:{slot}" in origins, (slot, actions, origins)
+    assert origins & {f"ai:{s}" for s in MODELS}, origins
     # the days that ended have a summary with words in it
     summary = (await server.client.get(f"/api/games/{game_id}")).json()
     texts = {s["day"]: s["text"] for s in summary["summaries"]}
