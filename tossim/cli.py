@@ -440,6 +440,9 @@ def bench_agents(
                                                          "standard ones."),
     deadlines: bool = typer.Option(True, help="Give model turns their phase's time (off: "
                                               "turns run free and are only measured)."),
+    batches: str = typer.Option("16", help="With several backends: the most requests each "
+                                          "decodes at once, one run per value (1,4: one seat "
+                                          "thinking at a time, then four)."),
 ) -> None:
     """Model seats playing a match: actions/s, wall-clock tokens/s, malformed
     rate, faults by kind, tool calls, summaries by model vs fallback, backend
@@ -449,10 +452,17 @@ def bench_agents(
     from tossim.tools.bench_agents import PhaseClock, run_bench_agents
 
     try:
+        sizes = [int(b) for b in batches.split(",") if b.strip()]
+    except ValueError:
+        raise typer.BadParameter("numbers separated by commas", param_hint="--batches") from None
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter("at least one size, each 1 or more", param_hint="--batches")
+    try:
         run_bench_agents(ai=ai, model=model, url=url, players=players, days=days, seed=seed,
                          protocol=protocol, think_scale=think_scale, max_tools=max_tools,
                          baseline=baseline, echo=typer.echo,
-                         clock=PhaseClock(time_scale=time_scale, deadlines=deadlines))
+                         clock=PhaseClock(time_scale=time_scale, deadlines=deadlines),
+                         batches=sizes)
     except BackendUnavailable as exc:
         raise typer.BadParameter(str(exc), param_hint="--ai") from None
 

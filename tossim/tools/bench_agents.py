@@ -1,7 +1,9 @@
 """`tossim bench agents`: model seats playing the same days twice, batched and
 one request at a time, with the figures that say where the time goes; or,
-given several backends (`--ai local,torch`), the same days once on each (its
-own batching) and their speed ratios, in one run (docs/agents.md, "Backends").
+given several backends (`--ai local,torch`), the same days on each (its own
+batching, up to each of `batches` requests at once: `1,4` is one seat
+thinking at a time, then four) and their speed ratios at each batch size, in
+one run (docs/agents.md, "Backends").
 
 Timing (docs/agents.md#deadlines): each phase lasts its standard length
 times `time_scale`, and a model turn has the phase's share of a round (a
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,9 +177,11 @@ def report_lines(run: BenchRun) -> list[str]:
 def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: int, days: int,
                      seed: int, protocol: str, think_scale: float, max_tools: int,
                      baseline: bool, echo: Callable[[str], Any],
-                     clock: PhaseClock | None = None) -> list[BenchRun]:
+                     clock: PhaseClock | None = None,
+                     batches: Sequence[int] = (16,)) -> list[BenchRun]:
     """`ai` names one backend, or several separated by commas (each plays the
-    same days once and the first is compared with each other one)."""
+    same days once per batch size in `batches`, and the first is compared with
+    each other one at each size)."""
     clock = clock or PhaseClock()
     names = [n.strip() for n in ai.split(",") if n.strip()]
     if not names:
@@ -187,7 +191,7 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
     echo(f"bench agents: {players} model seats ({ai}, {protocol}), seed {seed}, {days} day(s), "
          f"thinking budget x{think_scale:g}, up to {max_tools} tool calls per turn")
     if len(names) > 1:
-        return _compare(names, model, url, config, loop_config, days, echo, clock)
+        return _compare(names, model, url, config, loop_config, days, echo, clock, batches)
     runs = []
     for label, batch in (("batched (up to 16)", 16), ("sequential (one request at a time)", 1)):
         if batch == 1 and not baseline:
@@ -210,31 +214,41 @@ def run_bench_agents(*, ai: str, model: str | None, url: str | None, players: in
 
 def _compare(names: list[str], model: str | None, url: str | None, config: GameConfig,
              loop_config: LoopConfig, days: int, echo: Callable[[str], Any],
-             clock: PhaseClock) -> list[BenchRun]:
-    """The same days on each backend (its own batching), then each one's
-    speed against the first's. The seats' turns differ once the models'
+             clock: PhaseClock, batches: Sequence[int]) -> list[BenchRun]:
+    """The same days on each backend (its own batching, at most `batch`
+    requests at once for each batch size), then each one's speed against the
+    first's at the same size. The seats' turns differ once the models'
     outputs differ, so the ratios compare rates (per turn, per token)."""
-    runs = []
-    for name in names:
-        match, stats = play_once(make_backend(name, model=model, url=url), config, loop_config,
-                                 days, 16, clock)
-        runs.append(BenchRun(name, match, stats))
-        for line in report_lines(runs[-1]) + timing_lines(match, clock):
-            echo(line)
-    first = runs[0]
-    for other in runs[1:]:
-        a, b = first.stats, other.stats
-
-        def rate(tokens: int, seconds: float) -> float:
-            return tokens / max(seconds, 1e-9)
-
-        turn_a = first.match.seconds / max(first.match.total().turns, 1)
-        turn_b = other.match.seconds / max(other.match.total().turns, 1)
-        prefill = (rate(a.prompt_tokens - a.cached_tokens, a.prefill_seconds)
-                   / max(rate(b.prompt_tokens - b.cached_tokens, b.prefill_seconds), 1e-9))
-        decode = (rate(a.generated_tokens, a.decode_seconds)
-                  / max(rate(b.generated_tokens, b.decode_seconds), 1e-9))
-        echo(f"  {first.label} vs {other.label}: a turn {turn_b / max(turn_a, 1e-9):.2f}x "
-             f"faster, actions/s {first.actions_per_s / max(other.actions_per_s, 1e-9):.2f}x, "
-             f"prefill tokens/s {prefill:.2f}x, decode tokens/s {decode:.2f}x")
+    runs: list[BenchRun] = []
+    by_batch: dict[int, list[BenchRun]] = defaultdict(list)
+    for batch in batches:
+        for name in names:
+            match, stats = play_once(make_backend(name, model=model, url=url), config,
+                                     loop_config, days, batch, clock)
+            run = BenchRun(f"{name}, up to {batch} at once", match, stats)
+            runs.append(run)
+            by_batch[batch].append(run)
+            for line in report_lines(run) + timing_lines(match, clock):
+                echo(line)
+    echo("  side by side (ratios: the first backend against each other one, same batch size):")
+    for group in by_batch.values():
+        for other in group[1:]:
+            echo("    " + _ratio_line(group[0], other))
     return runs
+
+
+def _ratio_line(first: BenchRun, other: BenchRun) -> str:
+    def rate(tokens: int, seconds: float) -> float:
+        return tokens / max(seconds, 1e-9)
+
+    a, b = first.stats, other.stats
+    turn_a = first.match.seconds / max(first.match.total().turns, 1)
+    turn_b = other.match.seconds / max(other.match.total().turns, 1)
+    prefill = (rate(a.prompt_tokens - a.cached_tokens, a.prefill_seconds)
+               / max(rate(b.prompt_tokens - b.cached_tokens, b.prefill_seconds), 1e-9))
+    decode = (rate(a.generated_tokens, a.decode_seconds)
+              / max(rate(b.generated_tokens, b.decode_seconds), 1e-9))
+    return (f"{first.label} vs {other.label}: a turn {turn_b / max(turn_a, 1e-9):.2f}x "
+            f"faster ({turn_a:.1f} s against {turn_b:.1f} s), actions/s "
+            f"{first.actions_per_s / max(other.actions_per_s, 1e-9):.2f}x, prefill tokens/s "
+            f"{prefill:.2f}x, decode tokens/s {decode:.2f}x")
