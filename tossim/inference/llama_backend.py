@@ -59,6 +59,7 @@ from tossim.inference.base import (
     hits_stop,
 )
 from tossim.inference.bundled import BUNDLED, DEFAULT_BUNDLED, gguf_file
+from tossim.inference.llama_kernels import load_cpu_kernels
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +238,8 @@ class LlamaBackend(Backend):
         self.threads = threads or len(os.sched_getaffinity(0))
         self.max_batch = max(1, slots)
         set_verbose(False)  # llama.cpp's load and context logs: errors only
+        # a runtime-dispatch build registers the CPU kernels this CPU runs
+        self.kernels = load_cpu_kernels() or "built in"
         try:
             self._model = _internals.LlamaModel(
                 path_model=str(path), params=llama_cpp.llama_model_default_params(),
