@@ -60,6 +60,7 @@ from tossim.inference.base import (
 )
 from tossim.inference.bundled import BUNDLED, DEFAULT_BUNDLED, gguf_file
 from tossim.inference.llama_kernels import load_cpu_kernels
+from tossim.inference.llama_quant import quant_setting, requantised
 
 log = logging.getLogger(__name__)
 
@@ -204,14 +205,16 @@ class _Slot:
 
 
 class LlamaBackend(Backend):
-    """The bundled GGUF on llama.cpp (see the module docstring)."""
+    """The bundled GGUF on llama.cpp (see the module docstring). `quant`: the
+    type a bundled model runs as (Q8_0, F16 or "shipped"; default
+    `TOSSIM_LOCAL_QUANT`, else Q8_0: tossim/inference/llama_quant.py)."""
 
     name = "local"
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 8192,
                  slots: int = DEFAULT_SLOTS, threads: int | None = None, n_batch: int = 512,
                  max_saved: int = 32, saved_bytes: int = 1 << 30,
-                 chat_template: str = "") -> None:
+                 chat_template: str = "", quant: str | None = None) -> None:
         super().__init__()
         try:
             import llama_cpp
@@ -225,9 +228,15 @@ class LlamaBackend(Backend):
                 " (./scripts/run installs them)") from None
         self.np = np
         self.llama_cpp = llama_cpp
+        set_verbose(False)  # llama.cpp's load and context logs: errors only
+        # a runtime-dispatch build registers the CPU kernels this CPU runs
+        self.kernels = load_cpu_kernels() or "built in"
         name = str(model) if model is not None else DEFAULT_BUNDLED
-        if name in BUNDLED:
-            path = bundled_gguf(name)
+        if name in BUNDLED:  # run as the type prefilled fastest (llama_quant)
+            try:
+                path = requantised(bundled_gguf(name), quant or quant_setting())
+            except ValueError as exc:
+                raise BackendUnavailable(str(exc)) from None
             chat_template = chat_template or BUNDLED[name].chat_template
         else:
             path = Path(name)
@@ -237,9 +246,6 @@ class LlamaBackend(Backend):
         self.fixed_threads = threads  # None: chosen per step (`_threads_now`)
         self.threads = threads or len(os.sched_getaffinity(0))
         self.max_batch = max(1, slots)
-        set_verbose(False)  # llama.cpp's load and context logs: errors only
-        # a runtime-dispatch build registers the CPU kernels this CPU runs
-        self.kernels = load_cpu_kernels() or "built in"
         try:
             self._model = _internals.LlamaModel(
                 path_model=str(path), params=llama_cpp.llama_model_default_params(),
