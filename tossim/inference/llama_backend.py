@@ -287,6 +287,8 @@ class LlamaBackend(Backend):
         self._thread: threading.Thread | None = None
         # seconds of decode and of prefill steps since both kinds had work
         self._shared = [0.0, 0.0]
+        log.info("local backend: %s on llama.cpp (CPU kernels: %s), %d slots",
+                 path.name, self.kernels, self.max_batch)
 
     @property
     def label(self) -> str:
