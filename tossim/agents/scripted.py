@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.agents import bot_hints, talk
@@ -150,6 +150,49 @@ class _Grave:
     green: float
     frame: float
     pushers: float
+    # (role, proven only) -> (the cover table it was read with, the cover
+    # doubt): every bot of a game that has seen the same graveyard shares
+    # this object, so each doubt is worked out once, not once per bot
+    doubts: dict[tuple[str, bool], tuple[object, float]] = field(
+        default_factory=dict, compare=False)
+
+
+# The graveyard as read by the bots of a game: the same deaths, bodies and
+# living count under the same role list give the same _Grave, so the 15 bots
+# of a game share one instead of each working it out after every death.
+# Key: (id of the RoleOdds, the roles seen dead, the killers bodies showed,
+# how many are alive); the RoleOdds is kept with the entry, so an id is only
+# ever matched to the same object.
+_GRAVES: dict[tuple[int, tuple[str, ...], frozenset[str], int], tuple[RoleOdds, _Grave]] = {}
+
+
+def _grave_of(odds: RoleOdds, dead_role: dict[int, str], killers_seen: dict[str, int],
+              n_alive: int) -> _Grave:
+    """`ScriptedBot._grave`'s reading of the graveyard (shared, see _GRAVES)."""
+    memo = (id(odds), tuple(sorted(dead_role.values())), frozenset(killers_seen), n_alive)
+    hit = _GRAVES.get(memo)
+    if hit is not None and hit[0] is odds:
+        return hit[1]
+    dead = Counter(dead_role.values())
+    at_large = frozenset(k for k in killers_seen if k in ROLES and k not in dead)
+    left = {k: max(0.0, n - dead.get(k, 0)) for k, n in odds.expected.items()}
+    hidden = sum(max(n, 1.0) if k in at_large else n for k, n in left.items()
+                 if _enemy(k) and _looks_innocent(k))
+    framers = sum(n for k, n in left.items() if _frames(k))
+    g = _Grave(
+        (len(dead_role), len(killers_seen), n_alive), at_large, left,
+        green=min(1.0, hidden / max(1, n_alive - 1)),
+        frame=FRAME_DOUBT * min(1.0, framers),
+        pushers=sum(n for k, n in left.items() if _pushes(k)))
+    if len(_GRAVES) > 4096:
+        _GRAVES.clear()
+    _GRAVES[memo] = (odds, g)
+    return g
+
+
+# Town role -> the liars hiding behind it, per role list (`_cover_table`):
+# (id of the RoleOdds, the roles it may deal) -> (that RoleOdds, the table).
+_COVERS: dict[tuple[int, frozenset[str]], tuple[RoleOdds, dict[str, list[tuple[str, float]]]]] = {}
 
 
 @dataclass(frozen=True)
@@ -253,8 +296,6 @@ class ScriptedBot:
         self.own_groups: dict[int, tuple[str, ...]] = {}
         self.credit: dict[int, float] = {}
         self.group_cache: dict[tuple[tuple[str, ...], frozenset[str]], float] = {}
-        # (role, proven killers only, the graveyard's key) -> cover doubt
-        self._doubts: dict[tuple[str, bool, tuple[int, int, int]], float] = {}
         self._covers: dict[str, list[tuple[str, float]]] | None = None
         self._grave_cache: _Grave | None = None
         self.checked: set[int] = set()
@@ -312,6 +353,9 @@ class ScriptedBot:
         self._stats: tuple[set[str], dict[str, int]] | None = None
         self._name_map: dict[int, str] | None = None  # slot -> name, for `render`
         self._will_key: tuple[str, int] | None = None  # what the last will was made of
+        # the roster object last read and the living read off it (`decide`)
+        self._roster_seen: object = None
+        self._alive_seen: set[int] | None = None
 
     # ---- observing -----------------------------------------------------------------
     def decide(self, obs: View) -> list[Command]:
@@ -325,7 +369,12 @@ class ScriptedBot:
             self._sus = self._stats = None
         self.day = obs.day
         roster = obs.roster
-        alive = {e.slot for e in roster if e.alive}
+        # a game hands out the same roster object while nobody has died or
+        # come back (view._roster), and then the living are as last time
+        if roster is self._roster_seen and self.alive is self._alive_seen:
+            alive = self.alive
+        else:
+            alive = {e.slot for e in roster if e.alive}
         if alive != self.alive:
             self._sus = self._stats = None
             for s in alive - self.alive:  # revived
@@ -336,6 +385,7 @@ class ScriptedBot:
             if self.alive - alive:
                 self.last_death_day = obs.day
             self.alive = alive
+        self._roster_seen, self._alive_seen = roster, self.alive
         handlers = _HANDLERS
         for ev in obs.events:
             entry = handlers.get(ev["key"])
@@ -913,32 +963,41 @@ class ScriptedBot:
         """`_cover_doubt`, or (`proven`) counting only the killers a body
         proved alive (each at least one)."""
         grave = self._grave()
-        key = (role, proven, grave.key)
-        hit = self._doubts.get(key)
-        if hit is None:
-            at_large = grave.at_large
-            real = self._left_of(role)
-            fake = 0.0
-            for e, share in self._cover_table().get(role, ()):
-                if proven and e not in at_large:
-                    continue
-                n = self._left_of(e)
-                fake += (max(1.0, n) if e in at_large else n) * share
-            fake *= max(0.0, 1.0 - real)  # ... and no real one to answer the claim
-            hit = self._doubts[key] = fake / (fake + real) if fake > 0.0 else 0.0
-        return hit
+        table = self._covers if self._covers is not None else self._cover_table()
+        hit = grave.doubts.get((role, proven))
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        at_large, left = grave.at_large, grave.left
+        real = left.get(role, 0.0)
+        fake = 0.0
+        for e, share in table.get(role, ()):
+            if proven and e not in at_large:
+                continue
+            n = left.get(e, 0.0)
+            fake += (max(1.0, n) if e in at_large else n) * share
+        fake *= max(0.0, 1.0 - real)  # ... and no real one to answer the claim
+        doubt = fake / (fake + real) if fake > 0.0 else 0.0
+        grave.doubts[(role, proven)] = (table, doubt)
+        return doubt
 
     def _cover_table(self) -> dict[str, list[tuple[str, float]]]:
         """Town role -> the liars (roles that harm the Town) this list may
         deal that hide behind it, each with its share of their covers."""
         if self._covers is None:
-            self._covers = {}
-            for e in self.odds.expected:
-                if threat(ROLES[e]) <= 0.0:
-                    continue
-                covers = [r for r in cover_claims(ROLES[e]) if r in self.possible]
-                for c in covers:
-                    self._covers.setdefault(c, []).append((e, 1.0 / len(covers)))
+            odds, possible = self.odds, self.possible
+            hit = _COVERS.get((id(odds), possible))
+            if hit is None or hit[0] is not odds:
+                table: dict[str, list[tuple[str, float]]] = {}
+                for e in odds.expected:
+                    if threat(ROLES[e]) <= 0.0:
+                        continue
+                    covers = [r for r in cover_claims(ROLES[e]) if r in possible]
+                    for c in covers:
+                        table.setdefault(c, []).append((e, 1.0 / len(covers)))
+                if len(_COVERS) > 256:
+                    _COVERS.clear()
+                hit = _COVERS[(id(odds), possible)] = (odds, table)
+            self._covers = hit[1]  # (shared: read, never changed)
         return self._covers
 
     def _grave(self) -> _Grave:
@@ -947,17 +1006,8 @@ class ScriptedBot:
         g = self._grave_cache
         if g is not None and g.key == key:
             return g
-        dead = Counter(self.dead_role.values())
-        at_large = frozenset(k for k in self.killers_seen if k in ROLES and k not in dead)
-        left = {k: max(0.0, n - dead.get(k, 0)) for k, n in self.odds.expected.items()}
-        hidden = sum(max(n, 1.0) if k in at_large else n for k, n in left.items()
-                     if _enemy(k) and _looks_innocent(k))
-        framers = sum(n for k, n in left.items() if _frames(k))
-        g = self._grave_cache = _Grave(
-            key, at_large, left,
-            green=min(1.0, hidden / max(1, len(self.alive) - 1)),
-            frame=FRAME_DOUBT * min(1.0, framers),
-            pushers=sum(n for k, n in left.items() if _pushes(k)))
+        g = self._grave_cache = _grave_of(self.odds, self.dead_role, self.killers_seen,
+                                          len(self.alive))
         return g
 
     def _green_doubt(self) -> float:
@@ -1545,7 +1595,7 @@ def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
     b.odds = _odds(tuple(role_list), d.get("mode") == "custom") if role_list else NO_ODDS
     b.possible = frozenset(b.odds.slots)
     b.group_cache = {}
-    b._doubts, b._covers, b._grave_cache = {}, None, None
+    b._covers, b._grave_cache = None, None
 
 
 def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
