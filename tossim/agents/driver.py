@@ -58,7 +58,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tossim.agents.loop import phase_turn_seconds
 from tossim.agents.scripted import ScriptedBot
@@ -339,6 +339,7 @@ class Match:
         self.deadline: float | None = None
         self.hold_until: float | None = None
         self.held: dict[int, Vote] = {}
+        self._viewers: dict[int, Viewer] = {}  # slot -> its (frozen) Viewer
         for slot in seats:
             self.tallies.setdefault(slot, SeatTally())
             self.seen.setdefault(slot, 0)
@@ -487,7 +488,12 @@ class Match:
         try:
             for slot in asked:
                 task = thinking.pop(slot, None)
-                cmds = await task if task is not None else await self._ask(slot, None)
+                if task is not None:
+                    cmds = await task
+                elif self.clock.bot_s is None and _plain_sync(seat := self.seats[slot]):
+                    cmds = self._ask_now(slot, seat)
+                else:
+                    cmds = await self._ask(slot, None)
                 self._answer(slot, cmds)
                 for sink in self.sinks:
                     await sink.answered(game, slot)
@@ -497,13 +503,42 @@ class Match:
             for task in thinking.values():  # the phase moved on without them
                 task.cancel()
 
+    def _viewer(self, slot: int) -> Viewer:
+        viewer = self._viewers.get(slot)
+        if viewer is None:
+            viewer = self._viewers[slot] = Viewer.player(slot)
+        return viewer
+
     def _ask(self, slot: int, deadline: float | None) -> Coroutine[Any, Any, list[Command]]:
         """Ask the seat now: its view is taken at once, its answer awaited later."""
-        obs = view(self.game, Viewer.player(slot), since=self.seen.get(slot, 0))
+        obs = view(self.game, self._viewer(slot), since=self.seen.get(slot, 0))
         self.seen[slot] = obs.version
         self.views += 1
         self.tallies.setdefault(slot, SeatTally()).decisions += 1
         return self._answer_of(slot, self.seats[slot].decide(obs, deadline), deadline)
+
+    def _ask_now(self, slot: int, seat: SyncSeat) -> list[Command]:
+        """`_ask` and `_answer_of` in one step for a synchronous seat with no
+        time limit (the scripted bots of a headless game: most asks of
+        every game): the same view, tally and fault handling, without a
+        coroutine per ask."""
+        obs = view(self.game, self._viewer(slot), since=self.seen.get(slot, 0))
+        self.seen[slot] = obs.version
+        self.views += 1
+        tally = self.tallies.setdefault(slot, SeatTally())
+        tally.decisions += 1
+        started = time.perf_counter()
+        try:
+            return list(seat.bot.decide(obs))
+        except TimeoutError:
+            tally.timeouts += 1
+            log.warning("seat %d did not answer in time; it abstains", slot)
+        except Exception:
+            tally.errors += 1
+            log.exception("seat %d failed; it abstains", slot)
+        finally:
+            tally.seconds += time.perf_counter() - started
+        return []
 
     async def _answer_of(self, slot: int, asking: Awaitable[list[Command]],
                          deadline: float | None) -> list[Command]:
@@ -581,6 +616,12 @@ class Match:
 def _scripted(seat: Seat) -> bool:
     """A built-in scripted bot (its commands are well-formed by construction)."""
     return isinstance(seat, SyncSeat) and isinstance(seat.bot, ScriptedBot)
+
+
+def _plain_sync(seat: Seat) -> TypeGuard[SyncSeat]:
+    """A `SyncSeat` that answers through its bot as SyncSeat does (so the
+    driver may call the bot itself: `Match._ask_now`)."""
+    return isinstance(seat, SyncSeat) and type(seat).decide is SyncSeat.decide
 
 
 def _engine_apply(game: Game, cmd: Command) -> list[Event]:
