@@ -507,7 +507,9 @@ class ScriptedBot:
         self.calls.setdefault(target, set()).add(src)
 
     # ---- judging people ------------------------------------------------------------
-    def trust(self, src: int) -> float:
+    def trust(self, src: int, grave: _Grave | None = None) -> float:
+        """How far `src`'s word counts (0: not at all). `grave`: `_grave()`,
+        when the caller has read it already (`sus` asks for every source)."""
         if src == self.slot:
             return 1.0
         if self.mafia and src in self.team:
@@ -531,7 +533,7 @@ class ScriptedBot:
                 base = 0.4
             # a role this list seldom deals is more often a cover than the truth
             base *= min(1.0, self.odds.expected.get(claim, 0.0) / PLAUSIBLE)
-            base *= 1.0 - self._cover_doubt(claim)
+            base *= 1.0 - self._doubt(claim, False, grave)
         return base * self.credit.get(src, 1.0)
 
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
@@ -579,8 +581,9 @@ class ScriptedBot:
         group, suspicious, innocent, visited = cv.GROUP, cv.SUSPICIOUS, cv.INNOCENT, cv.VISITED
         accuse = cv.ACCUSE
         called: dict[int, float] = {}  # target -> suspicion from calls so far
-        framed = 1.0 - self._frame_doubt()
-        green = 1.0 - self._green_doubt()
+        grave = self._grave()  # (nothing below changes what it is read from)
+        framed = 1.0 - grave.frame  # _frame_doubt
+        green = 1.0 - grave.green  # _green_doubt
         for p in self.cleared:
             if p in s:
                 s[p] -= CLEARED * green
@@ -589,7 +592,7 @@ class ScriptedBot:
                 continue
             t = trusts.get(src)
             if t is None:
-                t = trusts[src] = self.trust(src)
+                t = trusts[src] = self.trust(src, grave)
             if t <= 0.0:
                 continue
             if kind == group:
@@ -648,7 +651,7 @@ class ScriptedBot:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.7 / max(2, self.odds.slots.get(c, 2))  # unless the list deals many
                 # a killer a body proved alive hides behind a role like this
-                s[p] += AT_LARGE_DOUBT * self._doubt(c, True)
+                s[p] += AT_LARGE_DOUBT * self._doubt(c, True, grave)
             if town_me and c == my_role and p != me:
                 # I know who has my role; a role the list may deal twice is
                 # still more often a cover than a second one
@@ -959,10 +962,12 @@ class ScriptedBot:
         the role and deals enemies that hide behind it."""
         return self._doubt(role, False)
 
-    def _doubt(self, role: str, proven: bool) -> float:
+    def _doubt(self, role: str, proven: bool, grave: _Grave | None = None) -> float:
         """`_cover_doubt`, or (`proven`) counting only the killers a body
-        proved alive (each at least one)."""
-        grave = self._grave()
+        proved alive (each at least one). `grave`: `_grave()`, when the
+        caller has read it already."""
+        if grave is None:
+            grave = self._grave()
         table = self._covers if self._covers is not None else self._cover_table()
         hit = grave.doubts.get((role, proven))
         if hit is not None and hit[0] is table:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from tossim.engine import phases
@@ -310,16 +311,17 @@ _PHASE_VALUE = {p: p.value for p in Phase}
 _new = object.__new__
 
 
-def _self_view(game: Game, p: Player) -> SelfView:
+def _self_view(game: Game, p: Player, teammates: tuple[int, ...] | None) -> SelfView:
     """The seat's card. Built by filling the new object's `__dict__` in one
     step, not through the frozen dataclass's `__init__` (one guarded setattr
     per field, 21 of them): a game builds a card for every view it hands out,
     and that `__init__` alone cost more than the rest of a view. SelfView has
     no `__post_init__`, so the result is the same object `SelfView(...)` makes
-    (`tests/test_view_typed.py` checks that it holds exactly the fields)."""
+    (`tests/test_view_typed.py` checks that it holds exactly the fields).
+    `teammates`: the other members of the seat's night-chat team, in slot
+    order (None without a team; `_team`)."""
     spec = ROLES[p.role]
     slot = p.slot
-    team = spec.night_chat
     jailor = p.role == "jailor"
     card = _new(SelfView)
     card.__dict__.update(
@@ -332,42 +334,38 @@ def _self_view(game: Game, p: Player) -> SelfView:
         target=p.target if p.role == "executioner" else None,
         prisoner=game.prisoner if jailor else None,
         jail_choice=game.jail_choice if jailor else None,
-        teammates=tuple(q.slot for q in game.players
-                        if ROLES[q.role].night_chat == team and q.slot != slot)
-        if team else None,
+        teammates=teammates,
         # your own lasting effects (blackmailed; being doused is not told)
         effects=tuple(sorted(k for k in p.effects if k in SELF_KNOWN_EFFECTS))
         if p.effects else None)
     return card
 
 
-def _known_slots(game: Game, me: Player | None) -> frozenset[int]:
-    """Whose role `me` may know while the game runs, besides the dead and a
-    revealed Mayor: yourself and, in a team with a night chat (Mafia,
-    Vampires), your teammates. Everyone's once the game is over or for an
-    omniscient viewer (`view` passes None then)."""
-    if me is None:
-        return frozenset()
-    team = me.spec.night_chat
-    if not team:
-        return frozenset((me.slot,))
-    return frozenset(q.slot for q in game.players if ROLES[q.role].night_chat == team)
+# What a roster entry shows of a player (alive, revealed, role, name, death),
+# read in one C call per player; a death's shown role is read off the Death
+# itself (`_rosters`).
+_PUBLIC = attrgetter("alive", "revealed", "role", "name", "death")
 
 
 @dataclass(slots=True)
 class _Rosters:
     """One game's rosters as its viewers see them, kept while no seat's
     public state (alive, revealed, role, name, death and its shown role)
-    changes: a game hands out a view per seat and turn (some 270 in a
+    changes: a game hands out a view per seat and turn (some 280 in a
     15-player game) and its roster changes only a dozen times. `entries`
     holds each seat's entry per (slot, role shown or forged label shown,
-    dead); `variants` each viewer's whole roster, by (`known`, `all_known`)."""
+    dead); `variants` each viewer's whole roster, by (`known`, `all_known`);
+    `teams` each night-chat team's members in slot order and `known` the
+    roles each viewer may know (`_known_slots`), both read off the roles
+    (part of the state)."""
 
     game: weakref.ref[Game]
-    state: list[tuple[Any, ...]]
+    state: tuple[list[tuple[Any, ...]], list[str]]
     entries: dict[tuple[int, bool, bool], RosterEntry] = field(default_factory=dict)
     variants: dict[tuple[frozenset[int] | None, bool], tuple[RosterEntry, ...]] = field(
         default_factory=dict)
+    teams: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    known: dict[int | str, frozenset[int]] = field(default_factory=dict)
 
 
 _ROSTERS: dict[int, _Rosters] = {}
@@ -381,16 +379,11 @@ def _forget(game_id: int) -> Callable[[weakref.ref[Game]], None]:
     return drop
 
 
-def _roster(game: Game, known: frozenset[int] | None,
-            all_known: bool) -> tuple[RosterEntry, ...]:
-    """Every seat as `_roster_entry` writes it (`known` None: every role is
-    known), from the game's `_Rosters` when nothing the roster shows has
-    changed since (entries are frozen, so viewers may share them)."""
-    players = game.players
-    # what an entry shows; a death's shown role is read from the Death itself
-    state = [(p.alive, p.revealed, p.role, p.name, p.death, p.death and p.death.role_shown)
-             for p in players]
-    key = (known, all_known)
+def _rosters(game: Game) -> _Rosters:
+    """The game's `_Rosters`, emptied first if anything a roster shows has
+    changed since the last view."""
+    public = list(map(_PUBLIC, game.players))
+    state = (public, [t[4].role_shown for t in public if t[4] is not None])
     cache = _ROSTERS.get(id(game))
     if cache is None or cache.game() is not game:
         cache = _ROSTERS[id(game)] = _Rosters(weakref.ref(game, _forget(id(game))), state)
@@ -398,14 +391,48 @@ def _roster(game: Game, known: frozenset[int] | None,
         cache.state = state
         cache.entries.clear()
         cache.variants.clear()
-    else:
-        hit = cache.variants.get(key)
-        if hit is not None:
-            return hit
+        cache.teams.clear()
+        cache.known.clear()
+    return cache
+
+
+def _team(cache: _Rosters, game: Game, team: str) -> tuple[int, ...]:
+    """The players of a night-chat team (Mafia, Vampires), in slot order."""
+    members = cache.teams.get(team)
+    if members is None:
+        members = cache.teams[team] = tuple(
+            q.slot for q in game.players if ROLES[q.role].night_chat == team)
+    return members
+
+
+def _known_slots(cache: _Rosters, game: Game, me: Player | None) -> frozenset[int]:
+    """Whose role `me` may know while the game runs, besides the dead and a
+    revealed Mayor: yourself and, in a team with a night chat (Mafia,
+    Vampires), your teammates. Everyone's once the game is over or for an
+    omniscient viewer (`view` does not ask then)."""
+    if me is None:
+        return frozenset()
+    team = me.spec.night_chat
+    key: int | str = team or me.slot
+    known = cache.known.get(key)
+    if known is None:
+        known = cache.known[key] = frozenset(_team(cache, game, team) if team else (me.slot,))
+    return known
+
+
+def _roster(game: Game, cache: _Rosters, known: frozenset[int] | None,
+            all_known: bool) -> tuple[RosterEntry, ...]:
+    """Every seat as `_roster_entry` writes it (`known` None: every role is
+    known), from the game's `_Rosters` (`_rosters`: entries are frozen, so
+    viewers may share them)."""
+    key = (known, all_known)
+    hit = cache.variants.get(key)
+    if hit is not None:
+        return hit
     entries = cache.entries
     out: list[RosterEntry] = []
     append = out.append
-    for p in players:
+    for p in game.players:
         death, slot = p.death, p.slot
         if p.alive or death is None:
             alive = p.alive
@@ -434,7 +461,9 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     kind = viewer.kind
     all_known = kind == "omniscient" or game.phase is Phase.ENDED
     me = game.player(viewer.slot) if kind == "player" and viewer.slot is not None else None
-    roster = _roster(game, None if all_known else _known_slots(game, me), all_known)
+    cache = _rosters(game)
+    roster = _roster(game, cache, None if all_known else _known_slots(cache, game, me),
+                     all_known)
     tail = game.events[since:]
     if kind == "omniscient":
         events = [project_event(e, viewer) for e in tail]
@@ -447,7 +476,9 @@ def view(game: Game, viewer: Viewer, since: int = 0) -> View:
     you = None
     actions: list[LegalAction] = []
     if me is not None:
-        you = _self_view(game, me)
+        team = ROLES[me.role].night_chat
+        you = _self_view(game, me, tuple(s for s in _team(cache, game, team) if s != me.slot)
+                         if team else None)
         actions = legal_actions(game, me.slot)
     trial: dict[str, Any] = {"trials_today": game.trials, "accused": game.accused}
     if game.phase is Phase.VOTING:
