@@ -231,3 +231,23 @@ def test_a_claimed_sheriff_tells_each_new_result() -> None:
     said = bot._speech()
     assert "Player 4 is not suspicious." in said and "I am the" not in said
     assert not bot.unshared
+
+
+def test_the_claim_parser_finds_what_finditer_finds() -> None:
+    """`Vocabulary._matches` only tries the pattern where a sentence can
+    begin; it must find exactly what `pattern.finditer` finds, dares and
+    names with odd first letters included."""
+    from tossim.agents import claims as cv
+
+    names = ("Player 1", "Player 2", "Ána", "-dash", "Vote", "Ivy")
+    vocab = cv.Vocabulary(names)
+    texts = [
+        "I am the Sheriff. Player 2 is suspicious! Ána is not suspicious.",
+        "Vote -dash! You lynch me and lose. go AHEAD, Hang me. vote me",
+        "Player 1 visited Ivy last night! The Mafia visited Vote, Ána and Player 2 last night.",
+        "Ivy could be a Doctor, Disguiser, or Serial Killer. I will not tell you my role.",
+        "xPlayer 1 is suspicious! Player 12 is suspicious! lynch mer", "", "I", "Vote Vote!",
+    ]
+    for text in texts:
+        want = [(m.span(), m.lastgroup) for m in vocab.pattern.finditer(text)]
+        assert [(m.span(), m.lastgroup) for m in vocab._matches(text)] == want, text

@@ -18,6 +18,7 @@ seats can be understood too when they use the same phrasing.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -108,6 +109,14 @@ class Vocabulary:
             # a dare, not a warning ("If you lynch me you lose a Town role")
             r"|(?P<beg>(?<![Yy]ou )(?i:lynch me|go ahead|vote me|hang me)\b)"
         )
+        # Where a sentence of `pattern` can begin: the first letter of a
+        # phrase or a name, or a dare. `pattern` starts every branch with a
+        # group or a lookbehind, so the regex engine tries all of them at
+        # every character; `_matches` tries it only where this finds a start.
+        firsts = "".join(sorted({"I", "T", "V"} | {n[0] for n in names if n}))
+        self._starts = re.compile(
+            rf"[{re.escape(firsts)}]|(?i:lynch me|go ahead|vote me|hang me)")
+        self._scan = all(names)  # (an empty name could match anywhere)
 
     def parse(self, text: str) -> tuple[Claim, ...]:
         """Every recognised sentence in `text`, in order (cached: each bot of a
@@ -119,10 +128,28 @@ class Vocabulary:
             hit = self._cache[text] = tuple(self._parse(text))
         return hit
 
+    def _matches(self, text: str) -> Iterator[re.Match[str]]:
+        """`pattern.finditer(text)`: the same matches, looked for only where
+        one can begin (`_starts`; a match's lookbehind still sees the text
+        before it)."""
+        if not self._scan:
+            yield from self.pattern.finditer(text)
+            return
+        search, match = self._starts.search, self.pattern.match
+        pos = 0
+        while (start := search(text, pos)) is not None:
+            at = start.start()
+            m = match(text, at)
+            if m is None:
+                pos = at + 1
+            else:
+                yield m
+                pos = m.end()  # (no branch matches the empty string)
+
     def _parse(self, text: str) -> list[Claim]:
         out: list[Claim] = []
         slot = self.slot_of
-        for m in self.pattern.finditer(text):
+        for m in self._matches(text):
             kind = m.lastgroup
             if kind == "role":
                 r = find_role(m.group("role"))
