@@ -43,6 +43,7 @@ it could do in this phase):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import random
@@ -54,6 +55,7 @@ from collections.abc import (
     Collection,
     Coroutine,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -76,7 +78,7 @@ from tossim.engine.legal import IllegalCommand, chat_channels, day_ability, nigh
 from tossim.engine.phases import votes_needed, weight
 from tossim.engine.rules import apply
 from tossim.engine.state import Game, Phase, Player
-from tossim.engine.view import Viewer, view
+from tossim.engine.view import View, Viewer, view
 
 log = logging.getLogger(__name__)
 
@@ -509,12 +511,17 @@ class Match:
             viewer = self._viewers[slot] = Viewer.player(slot)
         return viewer
 
-    def _ask(self, slot: int, deadline: float | None) -> Coroutine[Any, Any, list[Command]]:
-        """Ask the seat now: its view is taken at once, its answer awaited later."""
+    def _observe(self, slot: int) -> View:
+        """The seat's view now (what is new to it), counted as a decision."""
         obs = view(self.game, self._viewer(slot), since=self.seen.get(slot, 0))
         self.seen[slot] = obs.version
         self.views += 1
         self.tallies.setdefault(slot, SeatTally()).decisions += 1
+        return obs
+
+    def _ask(self, slot: int, deadline: float | None) -> Coroutine[Any, Any, list[Command]]:
+        """Ask the seat now: its view is taken at once, its answer awaited later."""
+        obs = self._observe(slot)
         return self._answer_of(slot, self.seats[slot].decide(obs, deadline), deadline)
 
     def _ask_now(self, slot: int, seat: SyncSeat) -> list[Command]:
@@ -522,14 +529,19 @@ class Match:
         time limit (the scripted bots of a headless game: most asks of
         every game): the same view, tally and fault handling, without a
         coroutine per ask."""
-        obs = view(self.game, self._viewer(slot), since=self.seen.get(slot, 0))
-        self.seen[slot] = obs.version
-        self.views += 1
-        tally = self.tallies.setdefault(slot, SeatTally())
-        tally.decisions += 1
+        obs = self._observe(slot)
+        with self._abstains_on_failure(slot):
+            return list(seat.bot.decide(obs))
+        return []
+
+    @contextlib.contextmanager
+    def _abstains_on_failure(self, slot: int) -> Iterator[None]:
+        """A seat that runs out of time or fails abstains (counted, logged,
+        the exception swallowed); the seconds it took are counted either way."""
+        tally = self.tallies[slot]
         started = time.perf_counter()
         try:
-            return list(seat.bot.decide(obs))
+            yield
         except TimeoutError:
             tally.timeouts += 1
             log.warning("seat %d did not answer in time; it abstains", slot)
@@ -538,29 +550,18 @@ class Match:
             log.exception("seat %d failed; it abstains", slot)
         finally:
             tally.seconds += time.perf_counter() - started
-        return []
 
     async def _answer_of(self, slot: int, asking: Awaitable[list[Command]],
                          deadline: float | None) -> list[Command]:
-        tally = self.tallies[slot]
         model = isinstance(self.seats[slot], ModelSeat)
         limit = self.clock.model_s if model else self.clock.bot_s
         if deadline is not None:
             left = deadline - time.monotonic() + self.clock.grace_s
             limit = left if limit is None else min(limit, left)
-        started = time.perf_counter()
-        try:
+        with self._abstains_on_failure(slot):
             if limit is None:
                 return list(await asking)
             return list(await asyncio.wait_for(asking, max(0.0, limit)))
-        except TimeoutError:
-            tally.timeouts += 1
-            log.warning("seat %d did not answer in time; it abstains", slot)
-        except Exception:
-            tally.errors += 1
-            log.exception("seat %d failed; it abstains", slot)
-        finally:
-            tally.seconds += time.perf_counter() - started
         return []
 
     def _answer(self, slot: int, cmds: Iterable[Command]) -> None:
