@@ -968,7 +968,7 @@ class ScriptedBot:
         caller has read it already."""
         if grave is None:
             grave = self._grave()
-        table = self._covers if self._covers is not None else self._cover_table()
+        table = self._cover_table()
         hit = grave.doubts.get((role, proven))
         if hit is not None and hit[0] is table:
             return hit[1]
