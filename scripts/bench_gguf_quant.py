@@ -15,26 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
+import os
 import tempfile
 import time
 from pathlib import Path
-
-TYPES = {"Q8_0": 7, "F16": 1}  # llama_ftype values (llama.h)
-
-
-def requantise(src: Path, dst: Path, ftype: int) -> float:
-    import llama_cpp
-
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
-    params.allow_requantize = True
-    t = time.perf_counter()
-    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(),
-                                        ctypes.byref(params))
-    if rc != 0:
-        raise RuntimeError(f"llama_model_quantize returned {rc}")
-    return time.perf_counter() - t
 
 
 def prompt_ids(backend: object, tokens: int) -> tuple[int, ...]:
@@ -74,6 +58,7 @@ def measure(path: Path, threads: int, tokens: int, decode: int) -> tuple[float, 
 
 def main() -> None:
     from tossim.inference.llama_backend import bundled_gguf
+    from tossim.inference.llama_quant import FTYPES, requantised
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", default="1,2")
@@ -82,10 +67,12 @@ def main() -> None:
     args = ap.parse_args()
     src = bundled_gguf()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TOSSIM_MODEL_CACHE"] = tmp  # the backend's own re-quantising, here
         files = {"Q4_1 (shipped)": src}
-        for name, ftype in TYPES.items():
-            dst = Path(tmp) / f"{src.stem}.{name}.gguf"
-            secs = requantise(src, dst, ftype)
+        for name in FTYPES:
+            t = time.perf_counter()
+            dst = requantised(src, name)
+            secs = time.perf_counter() - t
             print(f"re-quantised to {name} in {secs:.1f} s "
                   f"({dst.stat().st_size / 2**20:.0f} MiB)")
             files[name] = dst
