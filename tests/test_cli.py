@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -28,6 +30,15 @@ def test_play_prints_a_transcript_and_a_final_json_line() -> None:
     text = "\n".join(lines[:-1])
     assert "== Day 1 ==" in text and "== Night 1 ==" in text
     assert "Game over" in text
+
+
+def test_python_m_tossim_runs_the_same_command_line() -> None:
+    """For an environment whose scripts folder is not on PATH."""
+    done = subprocess.run([sys.executable, "-m", "tossim", "play", "--players", "7",
+                           "--seed", "4", "--quiet", "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["seed"] == 4
 
 
 def test_public_transcript_hides_living_roles_until_the_end() -> None:
