@@ -122,6 +122,20 @@ def test_a_seed_reproduces_its_output(backend: LlamaBackend) -> None:
     assert c.token_ids  # another seed also generates (usually something else)
 
 
+def test_context_settings_apply_and_an_unknown_one_is_named() -> None:
+    """`context` overrides llama.cpp's context settings (the batching bench's
+    settings); a misspelt one is refused by name, not ignored."""
+    with pytest.raises(BackendUnavailable, match="no_such_setting"):
+        LlamaBackend(context={"no_such_setting": 1})
+    b = LlamaBackend(slots=1, n_ctx=512, context={"flash_attn_type": 1})
+    try:
+        ids = tuple(b.tokenizer.chat_prompt([{"role": "user", "content": "Hello there."}]))
+        (out,) = run(b, GenerationRequest(ids, 4, seed=1, temperature=0.0))
+        assert out.token_ids
+    finally:
+        b.shutdown()
+
+
 def test_a_deadline_stops_generation_early(backend: LlamaBackend) -> None:
     ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Count."}]))
     # the grammar allows nothing but 3,000 'a's: only the deadline ends it early

@@ -44,7 +44,7 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -207,14 +207,17 @@ class _Slot:
 class LlamaBackend(Backend):
     """The bundled GGUF on llama.cpp (see the module docstring). `quant`: the
     type a bundled model runs as (Q8_0, F16 or "shipped"; default
-    `TOSSIM_LOCAL_QUANT`, else Q8_0: tossim/inference/llama_quant.py)."""
+    `TOSSIM_LOCAL_QUANT`, else Q8_0: tossim/inference/llama_quant.py).
+    `context`: llama_context_params fields set over the backend's own (e.g.
+    `{"flash_attn_type": 1}`; scripts/bench_llama_batching.py measures them)."""
 
     name = "local"
 
     def __init__(self, model: str | Path | None = None, *, n_ctx: int = 8192,
                  slots: int = DEFAULT_SLOTS, threads: int | None = None, n_batch: int = 512,
                  max_saved: int = 32, saved_bytes: int = 1 << 30,
-                 chat_template: str = "", quant: str | None = None) -> None:
+                 chat_template: str = "", quant: str | None = None,
+                 context: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         try:
             import llama_cpp
@@ -259,6 +262,10 @@ class LlamaBackend(Backend):
             params.kv_unified = False
             params.n_batch = params.n_ubatch = n_batch
             params.n_threads = params.n_threads_batch = self.threads
+            for key, value in (context or {}).items():
+                if not hasattr(params, key):
+                    raise ValueError(f"llama_context_params has no field {key!r}")
+                setattr(params, key, value)
             self._context = _internals.LlamaContext(model=self._model, params=params,
                                                     verbose=False)
         except (ValueError, RuntimeError) as exc:
