@@ -122,9 +122,10 @@ def test_a_seed_reproduces_its_output(backend: LlamaBackend) -> None:
     assert c.token_ids  # another seed also generates (usually something else)
 
 
-def test_context_settings_apply_and_an_unknown_one_is_named() -> None:
+def test_context_settings_apply_and_an_unknown_one_is_named(backend: LlamaBackend) -> None:
     """`context` overrides llama.cpp's context settings (the batching bench's
-    settings); a misspelt one is refused by name, not ignored."""
+    settings); a misspelt one is refused by name, not ignored. (`backend`:
+    the module's, so the test skips as the others do without the GGUF.)"""
     with pytest.raises(BackendUnavailable, match="no_such_setting"):
         LlamaBackend(context={"no_such_setting": 1})
     b = LlamaBackend(slots=1, n_ctx=512, context={"flash_attn_type": 1})
