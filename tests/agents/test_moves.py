@@ -464,6 +464,24 @@ def test_a_seat_that_has_voted_says_the_vote_it_cast() -> None:
     assert after == {4}
 
 
+def test_a_vote_plan_is_offered_only_while_a_lynch_vote_is_ahead() -> None:
+    """Seen in the demo: "My vote goes to Player 10." on Day 1 (no vote that
+    day) and "I am voting Player 13 today." during a Judgement."""
+    def plans(memory: SeatMemory) -> set[int]:
+        return {m.target for m in move_table(memory).speak.values() if isinstance(m, VotePlan)}
+
+    t = day3_investigator()
+    assert t.memories[7].phase == "voting" and plans(t.memories[7])
+    g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
+    day1 = SeatMemory(2)
+    day1.update(view(g, Viewer.player(2), since=0))
+    assert day1.phase == "day1" and not plans(day1)
+    assert "will vote " not in "\n".join(build_messages(day1, speech="moves")[-1].values())
+    judging = day3_investigator().memories[7]
+    judging.phase = "judgement"
+    assert not plans(judging)
+
+
 def test_the_turn_after_a_vote_knows_the_vote() -> None:
     """Seen in a lobby: an act-first seat voted against Player 4, then said
     "My vote goes to Player 6." in the same ask (its vote was not applied yet)."""

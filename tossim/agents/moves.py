@@ -10,7 +10,8 @@ guided-decoding grammar allows only moves whose arguments exist in the game:
     lie NAME is (not) suspicious a made-up result (non-Town seats, Day 2 on)
     accuse NAME: REASON          a living player, a reason taken from the game
     defend NAME: REASON          (a vote, a claim, a result, a will, a death)
-    will vote NAME               how the seat will vote
+    will vote NAME               how the seat will vote (in a discussion or
+                                 a vote: a lynch vote is still to come or open)
     ask NAME about TOPIC         a question to a living player
     <wait></wait>                stay quiet (the protocol's own wait)
 
@@ -403,6 +404,10 @@ class MoveTable:
     groups: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
+# the phases of a day whose lynch vote is still ahead or open
+VOTE_PLAN_PHASES = frozenset({"discussion", "voting"})
+
+
 def _shown(memory: SeatMemory) -> Namer:
     names = memory.names
     return lambda s: display_name(names.get(s, f"Player {s}"))
@@ -456,9 +461,12 @@ def move_table(memory: SeatMemory) -> MoveTable:
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
-    # goes to Player 5." right after voting against Player 14)
-    planned = [memory.you.vote] if memory.you.vote in others else others
-    group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
+    # goes to Player 5." right after voting against Player 14); a plan only
+    # while a lynch vote is ahead or open (seen: "My vote goes to Player 10."
+    # on Day 1, which has no vote, and during a Judgement)
+    if memory.phase in VOTE_PLAN_PHASES:
+        planned = [memory.you.vote] if memory.you.vote in others else others
+        group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
     for r_name in claims:
