@@ -232,6 +232,10 @@ class LlamaBackend(Backend):
         self.np = np
         self.llama_cpp = llama_cpp
         set_verbose(False)  # llama.cpp's load and context logs: errors only
+        fields = {f[0] for f in llama_cpp.llama_context_params._fields_}
+        unknown = sorted(set(context or {}) - fields)
+        if unknown:  # refused before the model is read
+            raise BackendUnavailable(f"llama_context_params has no field {unknown[0]!r}")
         # a runtime-dispatch build registers the CPU kernels this CPU runs
         self.kernels = load_cpu_kernels() or "built in"
         name = str(model) if model is not None else DEFAULT_BUNDLED
@@ -263,8 +267,6 @@ class LlamaBackend(Backend):
             params.n_batch = params.n_ubatch = n_batch
             params.n_threads = params.n_threads_batch = self.threads
             for key, value in (context or {}).items():
-                if not hasattr(params, key):
-                    raise ValueError(f"llama_context_params has no field {key!r}")
                 setattr(params, key, value)
             self._context = _internals.LlamaContext(model=self._model, params=params,
                                                     verbose=False)
