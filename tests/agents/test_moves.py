@@ -25,6 +25,7 @@ from tossim.agents.moves import (
     Report,
     VotePlan,
     WillMove,
+    announced_vote,
     move_table,
     render,
     speak_move,
@@ -520,3 +521,30 @@ def test_a_will_says_each_result_once_and_a_spys_night_in_one_sentence() -> None
     heard = cv.vocabulary(tuple(names.values())).parse(spy)
     assert [(c.kind, c.target) for c in heard if c.kind == cv.MAFIA_VISITED] == [
         (cv.MAFIA_VISITED, 1), (cv.MAFIA_VISITED, 10), (cv.MAFIA_VISITED, 4)]
+
+
+def test_a_seat_holds_to_the_vote_it_announced() -> None:
+    """Seen in the demo: a model seat said "My vote goes to Player 4." in the
+    discussion and then voted against Player 12. Its later plans repeat the
+    one it said, and its vote example names that player (a small model copies
+    its example); a seat that announced nothing still gets a drawn example."""
+    def plans(memory: SeatMemory) -> set[int]:
+        return {m.target for m in move_table(memory).speak.values() if isinstance(m, VotePlan)}
+
+    free = day3_investigator().memories[7]
+    assert announced_vote(free) is None and len(plans(free)) > 1
+    examples = set()
+    for seed in range(12):
+        turn = build_messages(free, speech="moves", seed=seed)[-1]["content"]
+        examples |= set(re.findall(r"<vote>(Player \d)</vote>", turn))
+    assert len(examples) > 1
+
+    t = day3_investigator(((7, "My vote goes to Player 4."),))
+    said = t.memories[7]
+    assert said.phase == "voting" and announced_vote(said) == 4
+    assert plans(said) == {4}
+    for seed in range(12):
+        turn = build_messages(said, speech="moves", seed=seed)[-1]["content"]
+        assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 4"]
+    # another seat's plan is not this seat's
+    assert announced_vote(t.memories[5]) is None

@@ -33,3 +33,18 @@ def test_a_summary_in_its_own_words_is_kept() -> None:
     good = "Player 5 claimed Lookout. Nobody was put on trial."
     text = asyncio.run(write_summary(ScriptedBackend([good]), memory, 2, stats=stats))
     assert text == good and stats.model == 1 and stats.degenerate == 0
+
+
+def test_the_extractive_summary_quotes_whole_thoughts() -> None:
+    """Seen in the demo's Day 2 summary: 'Player 2: "They claimed Doctor."',
+    cut from "Do not lynch Player 1. They claimed Doctor."; an accusation and
+    its reason were two quotes of one speaker. A message's stating sentences
+    are one quote, a sentence that leans on the one before keeps it, and
+    small talk stays out."""
+    t = day3_investigator(((6, "Do not lynch Player 1. They claimed Doctor."),
+                           (8, "Hello all. Vote Player 4! I say this because they lied."),
+                           (9, "Good morning everyone. Nice weather.")))
+    text = fallback_summary(t.memories[7], 3)
+    assert 'Player 6: "Do not lynch Player 1. They claimed Doctor."' in text
+    assert 'Player 8: "Vote Player 4! I say this because they lied."' in text
+    assert "Hello all" not in text and "weather" not in text

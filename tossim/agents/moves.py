@@ -406,6 +406,26 @@ class MoveTable:
 
 # the phases of a day whose lynch vote is still ahead or open
 VOTE_PLAN_PHASES = frozenset({"discussion", "voting"})
+# how a vote plan is said (`render`); `announced_vote` reads them back
+VOTE_PLAN_WORDINGS = ("I am voting {name} today.", "My vote goes to {name}.")
+
+
+def announced_vote(memory: SeatMemory) -> int | None:
+    """The living player this seat said today it would vote for (its latest
+    vote plan in the public chat), so that its vote and its later plans hold
+    to it (seen in the demo: "My vote goes to Player 4." and then a vote
+    against Player 12)."""
+    if memory.phase not in VOTE_PLAN_PHASES:
+        return None
+    said = {w.format(name=display_name(p.name)): p.slot
+            for p in memory.living() if p.slot != memory.slot for w in VOTE_PLAN_WORDINGS}
+    for e in reversed(memory.chat(memory.day)):
+        data = e["data"]
+        if e["key"] == "chat.public" and data.get("author") == memory.slot:
+            for sentence, slot in said.items():
+                if sentence in data.get("text", ""):
+                    return slot
+    return None
 
 
 def _shown(memory: SeatMemory) -> Namer:
@@ -461,11 +481,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
-    # goes to Player 5." right after voting against Player 14); a plan only
+    # goes to Player 5." right after voting against Player 14), one that has
+    # said its plan today repeats it (`announced_vote`); a plan only
     # while a lynch vote is ahead or open (seen: "My vote goes to Player 10."
     # on Day 1, which has no vote, and during a Judgement)
     if memory.phase in VOTE_PLAN_PHASES:
-        planned = [memory.you.vote] if memory.you.vote in others else others
+        plan = memory.you.vote if memory.you.vote in others else announced_vote(memory)
+        planned = [plan] if plan in others else others
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
@@ -594,8 +616,8 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
                                f"I trust {who} for now; {why}.",
                                f"Do not lynch {who}. {talk._cap(why)}."))
     if isinstance(move, VotePlan):
-        return talk.pick(rng, (f"I am voting {name(move.target)} today.",
-                               f"My vote goes to {name(move.target)}."))
+        return talk.pick(rng, tuple(w.format(name=name(move.target))
+                                    for w in VOTE_PLAN_WORDINGS))
     raise TypeError(f"not a move: {move!r}")
 
 

@@ -252,6 +252,10 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
+    # the vote example names the player the seat said it would vote for: a
+    # small model copies its example, so the seat's vote keeps its word
+    plan = moves.announced_vote(memory)
+    planned = escape_text(memory.name(plan)) if plan is not None else ""
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
@@ -259,6 +263,8 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
             continue
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
         name = _example_name(memory, opts, rng)
+        if c.tag == "vote" and planned in opts:
+            name = planned
         said = _speech_example(name, rng)
         will = will_example(memory)
         if c.tag == "whisper":

@@ -31,8 +31,11 @@ OUTCOME_KEYS = ("dawn.death", "dawn.role", "dawn.revived", "trial.start", "judge
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # words that mark a sentence as a claim, a result or an accusation (the phrases
 # of tossim.agents.claims included)
-_CLAIMY = re.compile(r"\b(I am|I'm|claim\w*|vote|suspicious|lying|liar|visited|could be|"
-                     r"mafia|guilty|innocent|killed|heal\w*|role)\b", re.IGNORECASE)
+_CLAIMY = re.compile(r"\b(I am|I'm|claim\w*|vote|lynch|suspicious|lying|lie[ds]?|liar|visited|"
+                     r"could be|mafia|guilty|innocent|killed|heal\w*|role)\b", re.IGNORECASE)
+# a sentence that leans on the one before it ("They claimed Doctor.")
+_LEANS = re.compile(r"^(they|them|their|he|she|his|her|it|this|that|so|but|and|because)\b",
+                    re.IGNORECASE)
 
 
 def public_lines(memory: SeatMemory, day: int) -> list[str]:
@@ -53,16 +56,21 @@ def summary_prompt(memory: SeatMemory, day: int, max_words: int = 80) -> str:
                    lines=public_lines(memory, day))
 
 
-def _claim_sentences(text: str) -> list[str]:
-    """The sentences of a chat message that state a claim, a result or an accusation."""
-    out = []
-    for sentence in _SENTENCE.split(text.strip()):
-        if _CLAIMY.search(sentence):
-            out.append(sentence)
-    return out
+def claim_sentences(text: str) -> str:
+    """What a chat message states (a claim, a result, an accusation): its
+    sentences that say so, in order, each with the sentence before it when it
+    leans on that one, so a quote never starts mid-thought (seen in a day
+    summary: 'Player 2: "They claimed Doctor."', cut from 'Do not lynch
+    Player 1. They claimed Doctor.'); "" when it states nothing."""
+    sentences = _SENTENCE.split(text.strip())
+    keep = [bool(_CLAIMY.search(s)) for s in sentences]
+    for i in range(len(sentences) - 1, 0, -1):
+        if keep[i] and _LEANS.match(sentences[i]):
+            keep[i - 1] = True
+    return " ".join(s for s, k in zip(sentences, keep, strict=True) if k)
 
 
-def fallback_summary(memory: SeatMemory, day: int, max_sentences: int = 12) -> str:
+def fallback_summary(memory: SeatMemory, day: int, max_quotes: int = 12) -> str:
     """An extractive summary of Day `day`: who claimed or accused what in public
     chat (the sentences that say so), votes per target, trials and deaths."""
     parts: list[str] = []
@@ -72,14 +80,15 @@ def fallback_summary(memory: SeatMemory, day: int, max_sentences: int = 12) -> s
         data = e.get("data", {})
         key = e["key"]
         if key == "chat.public":
-            for s in _claim_sentences(str(data.get("text", ""))):
-                said.append(f"{escape_text(memory.name(data.get('author')))}: {quote(s)}")
+            stated = claim_sentences(str(data.get("text", "")))
+            if stated:
+                said.append(f"{escape_text(memory.name(data.get('author')))}: {quote(stated)}")
         elif key in ("vote.cast", "vote.changed"):
             votes.setdefault(data.get("target"), []).append(
                 escape_text(memory.name(data.get("voter"))))
         elif key in OUTCOME_KEYS:
             parts.append(escape_text(e["text"]))
-    out = said[:max_sentences]
+    out = said[:max_quotes]
     for target, voters in votes.items():
         out.append(f"Votes against {escape_text(memory.name(target))}: "
                    + ", ".join(voters) + ".")
