@@ -41,10 +41,12 @@ def test_the_extractive_summary_quotes_whole_thoughts() -> None:
     its reason were two quotes of one speaker. A message's stating sentences
     are one quote, a sentence that leans on the one before keeps it, and
     small talk stays out."""
-    t = day3_investigator(((6, "Do not lynch Player 1. They claimed Doctor."),
+    t = day3_investigator(((6, "Do not lynch Player 1. They voted for Player 2 on Day 2."),
                            (8, "Hello all. Vote Player 4! I say this because they lied."),
-                           (9, "Good morning everyone. Nice weather.")))
+                           (9, "Good morning everyone. Nice weather."),
+                           (1, "Player 5 is my friend. They claimed Lookout.")))
     text = fallback_summary(t.memories[7], 3)
-    assert 'Player 6: "Do not lynch Player 1. They claimed Doctor."' in text
+    assert 'Player 6: "Do not lynch Player 1. They voted for Player 2 on Day 2."' in text
+    assert 'Player 1: "Player 5 is my friend. They claimed Lookout."' in text
     assert 'Player 8: "Vote Player 4! I say this because they lied."' in text
     assert "Hello all" not in text and "weather" not in text

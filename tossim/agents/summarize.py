@@ -31,7 +31,7 @@ OUTCOME_KEYS = ("dawn.death", "dawn.role", "dawn.revived", "trial.start", "judge
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # words that mark a sentence as a claim, a result or an accusation (the phrases
 # of tossim.agents.claims included)
-_CLAIMY = re.compile(r"\b(I am|I'm|claim\w*|vote|lynch|suspicious|lying|lie[ds]?|liar|visited|"
+_CLAIMY = re.compile(r"\b(I am|I'm|claim\w*|vot\w*|lynch|suspicious|lying|lie[ds]?|liar|visited|"
                      r"could be|mafia|guilty|innocent|killed|heal\w*|role)\b", re.IGNORECASE)
 # a sentence that leans on the one before it ("They claimed Doctor.")
 _LEANS = re.compile(r"^(they|them|their|he|she|his|her|it|this|that|so|but|and|because)\b",
