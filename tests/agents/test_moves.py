@@ -26,7 +26,9 @@ from tossim.agents.moves import (
     VotePlan,
     WillMove,
     announced_vote,
+    defended_today,
     move_table,
+    reasons,
     render,
     speak_move,
     structured_choices,
@@ -548,3 +550,25 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
         assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 4"]
     # another seat's plan is not this seat's
     assert announced_vote(t.memories[5]) is None
+
+
+def test_a_seat_does_not_turn_on_a_player_it_spoke_up_for_today() -> None:
+    """Seen in the demo: "I trust Player 6 for now; they claimed Bodyguard."
+    in the discussion, then a vote against Player 6. Its vote example and
+    vote plans leave out whom it defended today (while anyone else is left)."""
+    t = day3_investigator(((7, "I trust Player 4 for now; they claimed Doctor."),))
+    memory = t.memories[7]
+    assert defended_today(memory) == {4} and defended_today(t.memories[5]) == set()
+    plans = {m.target for m in move_table(memory).speak.values() if isinstance(m, VotePlan)}
+    assert plans and 4 not in plans
+    examples = set()
+    for seed in range(16):
+        turn = build_messages(memory, speech="moves", seed=seed)[-1]["content"]
+        examples |= set(re.findall(r"<vote>(Player \d)</vote>", turn))
+    assert len(examples) > 1 and "Player 4" not in examples
+    # every wording of a defence is read back
+    said = {render(Defend(4, reason), memory.names, random.Random(k))
+            for reason in reasons(memory).get(4, ())[:1] for k in range(12)}
+    assert len(said) == 3
+    for sentence in said:
+        assert defended_today(day3_investigator(((7, sentence),)).memories[7]) == {4}, sentence

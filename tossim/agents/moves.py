@@ -410,6 +410,29 @@ VOTE_PLAN_PHASES = frozenset({"discussion", "voting"})
 VOTE_PLAN_WORDINGS = ("I am voting {name} today.", "My vote goes to {name}.")
 
 
+# how a defence is said (`render`); `defended_today` reads them back
+DEFEND_WORDINGS = ("Leave {who} alone: {why}.", "I trust {who} for now; {why}.",
+                   "Do not lynch {who}. {Why}.")
+
+
+def _said_today(memory: SeatMemory, wordings: Sequence[str]) -> list[int]:
+    """The living players this seat's public lines of today named in one of
+    `wordings` (up to the first field after the name), newest first."""
+    heads = []
+    for w in wordings:  # "Leave {who} alone: {why}." -> "Leave ", " alone: "
+        start, end = w.index("{"), w.index("}") + 1
+        heads.append((w[:start], w[end:].split("{", 1)[0]))
+    said = {before + display_name(p.name) + after: p.slot
+            for p in memory.living() if p.slot != memory.slot for before, after in heads}
+    out = []
+    for e in reversed(memory.chat(memory.day)):
+        data = e["data"]
+        if e["key"] == "chat.public" and data.get("author") == memory.slot:
+            text = data.get("text", "")
+            out += [slot for sentence, slot in said.items() if sentence in text]
+    return out
+
+
 def announced_vote(memory: SeatMemory) -> int | None:
     """The living player this seat said today it would vote for (its latest
     vote plan in the public chat), so that its vote and its later plans hold
@@ -417,15 +440,16 @@ def announced_vote(memory: SeatMemory) -> int | None:
     against Player 12)."""
     if memory.phase not in VOTE_PLAN_PHASES:
         return None
-    said = {w.format(name=display_name(p.name)): p.slot
-            for p in memory.living() if p.slot != memory.slot for w in VOTE_PLAN_WORDINGS}
-    for e in reversed(memory.chat(memory.day)):
-        data = e["data"]
-        if e["key"] == "chat.public" and data.get("author") == memory.slot:
-            for sentence, slot in said.items():
-                if sentence in data.get("text", ""):
-                    return slot
-    return None
+    said = _said_today(memory, VOTE_PLAN_WORDINGS)
+    return said[0] if said else None
+
+
+def defended_today(memory: SeatMemory) -> set[int]:
+    """The living players this seat spoke up for today ("I trust Player 6
+    for now; ..."): its vote example and vote plans leave them out while
+    anyone else is left (seen in the demo: "I trust Player 6 for now; they
+    claimed Bodyguard." and then a vote against Player 6)."""
+    return set(_said_today(memory, DEFEND_WORDINGS))
 
 
 def _shown(memory: SeatMemory) -> Namer:
@@ -487,7 +511,9 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # on Day 1, which has no vote, and during a Judgement)
     if memory.phase in VOTE_PLAN_PHASES:
         plan = memory.you.vote if memory.you.vote in others else announced_vote(memory)
-        planned = [plan] if plan in others else others
+        trusted = defended_today(memory)
+        planned = ([plan] if plan in others
+                   else [s for s in others if s not in trusted] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     for s in living:
         group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
@@ -612,9 +638,8 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
         return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
     if isinstance(move, Defend):
         who, why = name(move.target), move.reason.sentence(name)
-        return talk.pick(rng, (f"Leave {who} alone: {why}.",
-                               f"I trust {who} for now; {why}.",
-                               f"Do not lynch {who}. {talk._cap(why)}."))
+        return talk.pick(rng, tuple(w.format(who=who, why=why, Why=talk._cap(why))
+                                    for w in DEFEND_WORDINGS))
     if isinstance(move, VotePlan):
         return talk.pick(rng, tuple(w.format(name=name(move.target))
                                     for w in VOTE_PLAN_WORDINGS))

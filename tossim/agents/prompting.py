@@ -252,19 +252,24 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
-    # the vote example names the player the seat said it would vote for: a
-    # small model copies its example, so the seat's vote keeps its word
+    # the vote example names the player the seat said it would vote for, and
+    # never one it spoke up for today while others are left: a small model
+    # copies its example, so the seat's vote keeps its word
     plan = moves.announced_vote(memory)
     planned = escape_text(memory.name(plan)) if plan is not None else ""
+    trusted = {escape_text(memory.name(s)) for s in moves.defended_today(memory)}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
                 out += moves.action_lines(memory, c.tag, protocol, table)
             continue
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
-        name = _example_name(memory, opts, rng)
         if c.tag == "vote" and planned in opts:
             name = planned
+        elif c.tag == "vote":
+            name = _example_name(memory, [o for o in opts if o not in trusted] or opts, rng)
+        else:
+            name = _example_name(memory, opts, rng)
         said = _speech_example(name, rng)
         will = will_example(memory)
         if c.tag == "whisper":
