@@ -591,20 +591,29 @@ def test_pages_fit_the_screen_and_the_finger(browser: Any, quick_server: Server,
     pg.set_default_timeout(30000)
     seen: dict[str, list[str]] = {}
     try:
-        pg.goto(quick_server.base + "/#/")
-        pg.wait_for_selector(tid("create-submit"))
-        seen["home"] = layout_problems(pg, touch=touch)
-        pg.fill(tid("player-name"), "Alice")
-        pg.dispatch_event(tid("player-name"), "change")
-        pg.wait_for_selector(tid("create-seat-7"))
-        pg.fill(tid("create-players"), "7")
-        pg.select_option(tid("create-speed"), "standard")
-        pg.click(tid("create-submit"))
-        pg.wait_for_selector(tid("lobby-seat-row-1"))
-        seen["lobby"] = layout_problems(pg, touch=touch)
-        pg.click(tid("start-game"))
-        pg.wait_for_function("() => window.tossim && window.tossim.state && "
-                             "window.tossim.state.phase === 'discussion'")
+        # the deal is fair and fresh, so Alice may die on Night 1 (then she has
+        # nobody to whisper to): another game, until she lives to Day 2
+        for _ in range(4):
+            pg.goto(quick_server.base + "/#/")
+            pg.wait_for_selector(tid("create-submit"))
+            seen.setdefault("home", layout_problems(pg, touch=touch))
+            pg.fill(tid("player-name"), "Alice")
+            pg.dispatch_event(tid("player-name"), "change")
+            pg.wait_for_selector(tid("create-seat-7"))
+            pg.fill(tid("create-players"), "7")
+            pg.select_option(tid("create-speed"), "standard")
+            pg.click(tid("create-submit"))
+            pg.wait_for_selector(tid("lobby-seat-row-1"))
+            seen.setdefault("lobby", layout_problems(pg, touch=touch))
+            pg.click(tid("start-game"))
+            pg.wait_for_function("() => window.tossim && window.tossim.state && "
+                                 "window.tossim.state.phase === 'discussion'")
+            if pg.evaluate("() => window.tossim.state.you.alive"):
+                break
+        else:
+            pytest.fail("Alice died on Night 1 in 4 games in a row")
+        pg.wait_for_function("() => [...document.querySelector('[data-testid=chat-to]')"
+                             ".options].some(o => o.value.startsWith('w:'))")
         whisper = pg.eval_on_selector(tid("chat-to"), "s => [...s.options].map(o => o.value)"
                                       ".find(v => v.startsWith('w:'))")
         pg.select_option(tid("chat-to"), whisper)
