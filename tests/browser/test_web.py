@@ -337,12 +337,10 @@ def log_versions(pg: Any) -> list[int]:
         f'{tid("event-log")} > li', "els => els.map(e => e.dataset.v)")]
 
 
-def create_and_start(p: Page, name: str) -> None:
-    """Home page: create a 7-player standard lobby with one human seat (seat 1,
-    the form's default), which claims it as `name`; start it from the lobby
-    page; return on Day 1."""
-    pg = p.page
-    pg.goto(p.base + "/#/")
+def fill_new_lobby(pg: Any, name: str) -> None:
+    """On the home page: create a 7-player standard lobby whose one human
+    seat (seat 1, the form's default) is claimed as `name`; return on the
+    lobby page."""
     pg.fill(tid("player-name"), name)
     pg.dispatch_event(tid("player-name"), "change")
     pg.wait_for_selector(tid("create-seat-7"))
@@ -350,6 +348,15 @@ def create_and_start(p: Page, name: str) -> None:
     pg.select_option(tid("create-speed"), "standard")
     pg.click(tid("create-submit"))
     pg.wait_for_selector(tid("lobby-seat-row-1"))
+
+
+def create_and_start(p: Page, name: str) -> None:
+    """Home page: create a 7-player standard lobby with one human seat (seat 1,
+    the form's default), which claims it as `name`; start it from the lobby
+    page; return on Day 1."""
+    pg = p.page
+    pg.goto(p.base + "/#/")
+    fill_new_lobby(pg, name)
     assert "seat 1" in pg.text_content(tid("lobby-note"))
     pg.click(tid("start-game"))
     pg.wait_for_selector(f"{tid('role-card')}:not([hidden])")
@@ -597,13 +604,7 @@ def test_pages_fit_the_screen_and_the_finger(browser: Any, quick_server: Server,
             pg.goto(quick_server.base + "/#/")
             pg.wait_for_selector(tid("create-submit"))
             seen.setdefault("home", layout_problems(pg, touch=touch))
-            pg.fill(tid("player-name"), "Alice")
-            pg.dispatch_event(tid("player-name"), "change")
-            pg.wait_for_selector(tid("create-seat-7"))
-            pg.fill(tid("create-players"), "7")
-            pg.select_option(tid("create-speed"), "standard")
-            pg.click(tid("create-submit"))
-            pg.wait_for_selector(tid("lobby-seat-row-1"))
+            fill_new_lobby(pg, "Alice")
             seen.setdefault("lobby", layout_problems(pg, touch=touch))
             pg.click(tid("start-game"))
             pg.wait_for_function("() => window.tossim && window.tossim.state && "

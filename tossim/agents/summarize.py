@@ -56,7 +56,7 @@ def summary_prompt(memory: SeatMemory, day: int, max_words: int = 80) -> str:
                    lines=public_lines(memory, day))
 
 
-def claim_sentences(text: str) -> str:
+def _claim_sentences(text: str) -> str:
     """What a chat message states (a claim, a result, an accusation): its
     sentences that say so, in order, each with the sentence before it when it
     leans on that one, so a quote never starts mid-thought (seen in a day
@@ -80,7 +80,7 @@ def fallback_summary(memory: SeatMemory, day: int, max_quotes: int = 12) -> str:
         data = e.get("data", {})
         key = e["key"]
         if key == "chat.public":
-            stated = claim_sentences(str(data.get("text", "")))
+            stated = _claim_sentences(str(data.get("text", "")))
             if stated:
                 said.append(f"{escape_text(memory.name(data.get('author')))}: {quote(stated)}")
         elif key in ("vote.cast", "vote.changed"):
