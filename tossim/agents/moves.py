@@ -415,13 +415,23 @@ DEFEND_WORDINGS = ("Leave {who} alone: {why}.", "I trust {who} for now; {why}.",
                    "Do not lynch {who}. {Why}.")
 
 
-def _said_today(memory: SeatMemory, wordings: Sequence[str]) -> list[int]:
-    """The living players this seat's public lines of today named in one of
-    `wordings` (up to the first field after the name), newest first."""
-    heads = []
-    for w in wordings:  # "Leave {who} alone: {why}." -> "Leave ", " alone: "
+def _heads(wordings: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The text around each wording's name, up to its next field:
+    "Leave {who} alone: {why}." -> ("Leave ", " alone: ")."""
+    out = []
+    for w in wordings:
         start, end = w.index("{"), w.index("}") + 1
-        heads.append((w[:start], w[end:].split("{", 1)[0]))
+        out.append((w[:start], w[end:].split("{", 1)[0]))
+    return tuple(out)
+
+
+_VOTE_PLAN_HEADS = _heads(VOTE_PLAN_WORDINGS)
+_DEFEND_HEADS = _heads(DEFEND_WORDINGS)
+
+
+def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[int]:
+    """The living players this seat's public lines of today named in one of
+    the wordings whose `_heads` these are, newest first."""
     said = {before + display_name(p.name) + after: p.slot
             for p in memory.living() if p.slot != memory.slot for before, after in heads}
     out = []
@@ -440,7 +450,7 @@ def announced_vote(memory: SeatMemory) -> int | None:
     against Player 12)."""
     if memory.phase not in VOTE_PLAN_PHASES:
         return None
-    said = _said_today(memory, VOTE_PLAN_WORDINGS)
+    said = _said_today(memory, _VOTE_PLAN_HEADS)
     return said[0] if said else None
 
 
@@ -449,7 +459,7 @@ def defended_today(memory: SeatMemory) -> set[int]:
     for now; ..."): its vote example and vote plans leave them out while
     anyone else is left (seen in the demo: "I trust Player 6 for now; they
     claimed Bodyguard." and then a vote against Player 6)."""
-    return set(_said_today(memory, DEFEND_WORDINGS))
+    return set(_said_today(memory, _DEFEND_HEADS))
 
 
 def _shown(memory: SeatMemory) -> Namer:
