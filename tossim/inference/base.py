@@ -130,10 +130,6 @@ class BackendStats:
     decode_seconds: float = 0.0
     decode_steps: int = 0
     prefill_passes: int = 0  # forward passes that prefilled new rows (several rows per pass)
-    decode_rows: int = 0  # decoding requests summed over decode steps
-    # guessed tokens verified beside the next token (speculative decoding), and kept
-    draft_tokens: int = 0
-    draft_accepted: int = 0
     # requests stopped at their deadline, and dropped because their caller gave up
     deadline_stops: int = 0
     cancelled: int = 0
@@ -156,9 +152,7 @@ class BackendStats:
         batch time. The tool loop sizes a turn's thinking to its deadline with
         it (docs/agents.md#deadlines)."""
         if self.decode_steps and self.decode_seconds > 0:
-            # a step also adds each row's kept guesses (speculative decoding)
-            per_row = 1 + self.draft_accepted / max(self.decode_rows, 1)
-            return per_row * self.decode_steps / self.decode_seconds
+            return self.decode_steps / self.decode_seconds
         if self.generated_tokens and self.seconds > 0:
             return self.generated_tokens / self.seconds
         return None
@@ -170,9 +164,7 @@ class BackendStats:
                 "seconds": round(self.seconds, 3),
                 "prefill_seconds": round(self.prefill_seconds, 3),
                 "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps,
-                "prefill_passes": self.prefill_passes, "decode_rows": self.decode_rows,
-                "draft_tokens": self.draft_tokens, "draft_accepted": self.draft_accepted,
-                "deadline_stops": self.deadline_stops,
+                "prefill_passes": self.prefill_passes, "deadline_stops": self.deadline_stops,
                 "cancelled": self.cancelled}
 
 

@@ -23,14 +23,6 @@ How the tool loop's guarantees are kept (docs/agents.md, "The local backend"):
   seat's own, or another seat's sharing the system prompt's head) is
   restored; `GenerationResult.cached_tokens` says how many prompt tokens were
   re-used;
-- speculative decoding from the context (tossim/inference/lookup_draft.py):
-  beside each decoding request's next token the step evaluates up to `draft`
-  tokens guessed by prompt lookup (cut where the guide would refuse them),
-  and keeps the longest run the request's own sampling accepts: greedy keeps
-  a guess that is the argmax; sampling keeps guess d with probability p(d)
-  and otherwise draws from p without d (exact speculative sampling for a
-  guess of certainty 1), so the output follows the model's distribution, in
-  fewer steps; the rejected guesses' KV is dropped;
 - sampling in numpy from a generator seeded with the request's seed, so a
   seeded request reproduces; temperature, top-p, presence/frequency penalties,
   stop strings, max_tokens, the request's deadline (finish_reason "deadline")
@@ -69,7 +61,6 @@ from tossim.inference.base import (
 from tossim.inference.bundled import BUNDLED, DEFAULT_BUNDLED, gguf_file
 from tossim.inference.llama_kernels import load_cpu_kernels
 from tossim.inference.llama_quant import quant_setting, requantised
-from tossim.inference.lookup_draft import LookupDraft
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +74,6 @@ PREFILL_BESIDE_DECODE = 128
 # a request waits for another that is still prefilling a shared head this much
 # longer than any state holds, and copies it (seats asking at once)
 SHARE_MIN = 64
-# draft tokens (prompt lookup) verified beside each decoding request's next
-# token: `TOSSIM_LOCAL_DRAFT`, 0 turns speculation off (module docstring)
-DEFAULT_DRAFT = 0
 
 
 def bundled_gguf(name: str = DEFAULT_BUNDLED) -> Path:
@@ -201,7 +189,6 @@ class _Job:
     regex: str = ""
     mask: Any = None
     rng: Any = None
-    lookup: LookupDraft | None = None  # the context, for draft tokens
 
 
 @dataclass
@@ -222,9 +209,7 @@ class LlamaBackend(Backend):
     type a bundled model runs as (Q8_0, F16 or "shipped"; default
     `TOSSIM_LOCAL_QUANT`, else Q8_0: tossim/inference/llama_quant.py).
     `context`: llama_context_params fields set over the backend's own (e.g.
-    `{"flash_attn_type": 1}`; scripts/bench_llama_batching.py measures them).
-    `draft`: guessed tokens verified per decoding step (default
-    `TOSSIM_LOCAL_DRAFT`, else DEFAULT_DRAFT; 0: none)."""
+    `{"flash_attn_type": 1}`; scripts/bench_llama_batching.py measures them)."""
 
     name = "local"
 
@@ -232,7 +217,7 @@ class LlamaBackend(Backend):
                  slots: int = DEFAULT_SLOTS, threads: int | None = None, n_batch: int = 512,
                  max_saved: int = 32, saved_bytes: int = 1 << 30,
                  chat_template: str = "", quant: str | None = None,
-                 context: Mapping[str, Any] | None = None, draft: int | None = None) -> None:
+                 context: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         try:
             import llama_cpp
@@ -268,8 +253,6 @@ class LlamaBackend(Backend):
         self.fixed_threads = threads  # None: chosen per step (`_threads_now`)
         self.threads = threads or len(os.sched_getaffinity(0))
         self.max_batch = max(1, slots)
-        self.draft = max(0, draft if draft is not None
-                         else int(os.environ.get("TOSSIM_LOCAL_DRAFT", DEFAULT_DRAFT)))
         try:
             self._model = _internals.LlamaModel(
                 path_model=str(path), params=llama_cpp.llama_model_default_params(),
@@ -561,30 +544,27 @@ class LlamaBackend(Backend):
         if not (decoding and prefilling):
             self._shared = [0.0, 0.0]  # time shared since both kinds waited
         prefill = bool(prefilling) and (not decoding or self._shared[1] < self._shared[0])
-        # slot, tokens, wants logits, the draft tokens ending `tokens`
-        fed: list[tuple[_Slot, list[int], bool, list[int]]] = []
+        fed: list[tuple[_Slot, list[int], bool]] = []  # slot, tokens, wants logits
         if prefill:
             slot = prefilling[0]
             assert slot.job is not None
             take = min(len(slot.job.pending),
                        PREFILL_BESIDE_DECODE if decoding else self.n_batch)
-            fed.append((slot, slot.job.pending[:take], take == len(slot.job.pending), []))
+            fed.append((slot, slot.job.pending[:take], take == len(slot.job.pending)))
         else:
             for slot in decoding:
                 assert slot.job is not None
-                draft = self._draft(slot.job)
-                fed.append((slot, slot.job.pending + draft, True, draft))
+                fed.append((slot, slot.job.pending, True))
         batch, n, rows = self._batch, 0, []
-        for slot, tokens, wants, draft in fed:
-            first = len(tokens) - 1 - len(draft)  # logits from here on: the next
-            for i, tok in enumerate(tokens):      # token, then one per guess
+        for slot, tokens, wants in fed:
+            for i, tok in enumerate(tokens):
                 batch.token[n] = tok
                 batch.pos[n] = len(slot.ids) + i
                 batch.n_seq_id[n] = 1
                 batch.seq_id[n][0] = slot.seq
-                batch.logits[n] = wants and i >= first
+                batch.logits[n] = wants and i == len(tokens) - 1
                 n += 1
-            rows.append(n - 1 - len(draft))
+            rows.append(n - 1)
         batch.n_tokens = n
         threads = self._threads_now()
         self.llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
@@ -601,50 +581,22 @@ class LlamaBackend(Backend):
         if prefill:
             stats.prefill_seconds += took
             stats.prefill_passes += 1
-        else:  # a step adds a token, and the guesses kept, to every decoding request
+        else:  # a step adds one token to every decoding request
             stats.decode_steps += 1
-            stats.decode_rows += len(fed)
         if decoding:
             # the decoding requests waited through a prefill step too: their
             # speed (what the loop sizes thoughts with) counts it
             stats.decode_seconds += took
-        for (slot, tokens, wants, draft), row in zip(fed, rows, strict=True):
+        for (slot, tokens, wants), row in zip(fed, rows, strict=True):
             job = slot.job
             assert job is not None
             slot.ids.extend(tokens)
-            del job.pending[:len(tokens) - len(draft)]
-            if not wants:
-                continue
-            kept = self._advance(slot, row, draft)
-            if kept < len(draft):  # the KV of the guesses past the first refused
-                end = len(slot.ids) - len(draft) + kept
-                self.llama_cpp.llama_memory_seq_rm(
-                    self.llama_cpp.llama_get_memory(self.ctx), slot.seq, end, -1)
-                del slot.ids[end:]
-            stats.draft_tokens += len(draft)
-            stats.draft_accepted += kept
+            del job.pending[:len(tokens)]
+            if wants:
+                self._advance(slot, row)
 
-    def _draft(self, job: _Job) -> list[int]:
-        """Up to `draft` guessed tokens to follow the request's pending one
-        (prompt lookup), cut before the first its guide refuses, before EOS
-        and within its max_tokens."""
-        if not self.draft or job.lookup is None:
-            return []
-        guess = job.lookup.propose(min(self.draft, job.max_tokens - len(job.out) - 1))
-        if job.guide is not None and guess:
-            index, state = self._index(job.regex), job.guide.get_state()
-            for i, tok in enumerate(guess):
-                state = None if tok == self.eos_id else index.get_next_state(state, tok)
-                if state is None:
-                    return guess[:i]
-        elif self.eos_id in guess:
-            return guess[:guess.index(self.eos_id)]
-        return guess
-
-    def _advance(self, slot: _Slot, row: int, draft: Sequence[int] = ()) -> int:
-        """Sample the request's next token from batch row `row`'s logits;
-        while it is the next guess of `draft`, the next one from the next row
-        (the guess was evaluated there). Returns the number of guesses kept."""
+    def _advance(self, slot: _Slot, row: int) -> None:
+        """Sample the request's next token from batch row `row`'s logits."""
         np, job = self.np, slot.job
         assert job is not None
         req, out = job.req, job.out
@@ -654,52 +606,32 @@ class LlamaBackend(Backend):
             from outlines_core import Guide
             job.guide = Guide(self._index(job.regex))
             job.mask = np.full((self.n_vocab + 31) // 32, -1, dtype=np.int32)
-        if self.draft and job.lookup is None:
-            job.lookup = LookupDraft(job.ids + job.out)
         if job.guide is not None and self._only_eos(job.guide, job.regex):
             self._finish(slot, "stop")
-            return 0
-        for i in range(len(draft) + 1):
-            guess = draft[i] if i < len(draft) else None
-            tok = self._pick(job, row + i, guess)
-            kept = i + (tok == guess)
-            if tok == self.eos_id:
-                self._finish(slot, "stop")
-                return kept
-            out.append(tok)
-            if job.lookup is not None:
-                job.lookup.push(tok)
-            if job.guide is not None:
-                job.guide.advance(token_id=tok, return_tokens=False)
-            if len(out) >= job.max_tokens:
-                self._finish(slot, "length")
-                return kept
-            if (job.guide is not None and self._only_eos(job.guide, job.regex)) or (
-                    req.stop and hits_stop(self.tokenizer, out, req.stop)):
-                self._finish(slot, "stop")
-                return kept
-            if tok != guess:
-                job.pending, job.decoding = [tok], True
-                return kept
-        raise AssertionError("unreachable: the last row has no guess to keep")
-
-    def _pick(self, job: _Job, row: int, guess: int | None) -> int:
-        """The token batch row `row`'s logits give under the request's guide,
-        penalties and sampling; given a `guess`, the guess itself whenever
-        the sampling accepts it (module docstring)."""
-        np, req = self.np, job.req
+            return
         ptr = self.llama_cpp.llama_get_logits_ith(self.ctx, row)
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float32)
         if job.guide is not None:
             job.guide.write_mask_into(job.mask.ctypes.data, job.mask.size, job.mask.itemsize)
             allowed = np.unpackbits(job.mask.view(np.uint8), bitorder="little")
             logits[allowed[:self.n_vocab] == 0] = -np.inf
-        if (req.presence_penalty or req.frequency_penalty) and job.out:
-            seen, counts = np.unique(np.asarray(job.out), return_counts=True)
+        if (req.presence_penalty or req.frequency_penalty) and out:
+            seen, counts = np.unique(np.asarray(out), return_counts=True)
             logits[seen] -= req.presence_penalty + req.frequency_penalty * counts
-        if guess is None or req.temperature <= 0:
-            return _sample(np, job.rng, logits, req.temperature, req.top_p)
-        return _keep_or_draw(np, job.rng, _probs(np, logits, req.temperature, req.top_p), guess)
+        tok = _sample(np, job.rng, logits, req.temperature, req.top_p)
+        if tok == self.eos_id:
+            self._finish(slot, "stop")
+            return
+        out.append(tok)
+        if job.guide is not None:
+            job.guide.advance(token_id=tok, return_tokens=False)
+        if len(out) >= job.max_tokens:
+            self._finish(slot, "length")
+        elif (job.guide is not None and self._only_eos(job.guide, job.regex)) or (
+                req.stop and hits_stop(self.tokenizer, out, req.stop)):
+            self._finish(slot, "stop")
+        else:
+            job.pending, job.decoding = [tok], True
 
     def _finish(self, slot: _Slot, finish: str) -> None:
         """End the slot's request: its result goes back to the caller (nothing
@@ -751,12 +683,6 @@ def _sample(np: Any, rng: Any, logits: Any, temperature: float, top_p: float) ->
     temperature 0, else softmax at `temperature`, cut to the top-p nucleus."""
     if temperature <= 0:
         return int(np.argmax(logits))
-    return _draw(np, rng, _probs(np, logits, temperature, top_p))
-
-
-def _probs(np: Any, logits: Any, temperature: float, top_p: float) -> Any:
-    """The sampling distribution: softmax at `temperature`, cut to the top-p
-    nucleus and renormalised."""
     z = logits / temperature
     z -= np.max(z)
     p = np.exp(z)
@@ -769,24 +695,6 @@ def _probs(np: Any, logits: Any, temperature: float, top_p: float) -> Any:
         p = np.zeros_like(p)
         p[order] = ordered
         p /= p.sum()
-    return p
-
-
-def _keep_or_draw(np: Any, rng: Any, p: Any, guess: int) -> int:
-    """`guess` with probability p[guess], else a draw from `p` without it:
-    speculative sampling's rule for a guess made with certainty, whose
-    result is distributed exactly as `p` (tests/inference/test_lookup_draft.py)."""
-    if rng.random() < p[guess]:
-        return guess
-    rest = p.copy()
-    rest[guess] = 0.0
-    if not rest.sum() > 0.0:  # the guess held all the mass, up to rounding
-        return guess
-    return _draw(np, rng, rest)
-
-
-def _draw(np: Any, rng: Any, p: Any) -> int:
-    """One token drawn from weights `p` (not necessarily summing to 1)."""
     cdf = np.cumsum(p)
     return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(p) - 1))
 

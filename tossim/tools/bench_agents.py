@@ -165,9 +165,7 @@ def report_lines(run: BenchRun) -> list[str]:
         f"    backend: {stats.requests} requests; prefill {stats.prefill_seconds:.1f} s for "
         f"{stats.prompt_tokens - stats.cached_tokens} new prompt tokens in "
         f"{stats.prefill_passes} forward passes; decode {stats.decode_seconds:.1f} s over "
-        f"{stats.decode_steps} steps ({step_ms:.0f} ms/step)"
-        + (f"; guessed tokens kept {stats.draft_accepted}/{stats.draft_tokens}"
-           if stats.draft_tokens else ""),
+        f"{stats.decode_steps} steps ({step_ms:.0f} ms/step)",
         f"    speed: {m.seconds / turns:.2f} s per turn; prefill "
         f"{new_prompt / max(stats.prefill_seconds, 1e-9):.0f} tokens/s, decode "
         f"{stats.generated_tokens / max(stats.decode_seconds, 1e-9):.1f} tokens/s; backend "
