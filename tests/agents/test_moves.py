@@ -408,6 +408,43 @@ def test_an_ask_abandoned_at_its_deadline_still_offered_the_vote() -> None:
     assert seat.seat_metrics().to_dict()["act_rate"] == {"vote": 0.0}
 
 
+def test_a_turn_given_up_at_its_deadline_leaves_a_record_and_resumes_as_a_miss() -> None:
+    """Seen in a lobby: a model seat's turn the server gave up at the phase's
+    deadline left no stored turn, so a game's record undercounted misses.
+    It leaves one now (the fault, no action), counted as a miss and not as a
+    turn, and a seat rebuilt from its records (a restarted server) counts the
+    same and may be asked again in that phase."""
+    import time
+
+    from tossim.agents.resume import acted_in, restore_seat
+
+    class Stuck(ScriptedBackend):
+        async def generate(self, requests: Any) -> Any:
+            await asyncio.sleep(3600)
+
+    t = day3_investigator()
+    obs = view(t.game, Viewer.player(7), since=0)
+    seat = LLMSeat(7, ToolLoop(Stuck([]), MOVES))
+
+    async def ask() -> None:
+        deadline = time.monotonic() + 0.3
+        with pytest.raises(TimeoutError):  # the driver's wait for the seat, past its deadline
+            await asyncio.wait_for(seat.decide(obs, deadline), 0.5)
+
+    asyncio.run(ask())
+    [record] = seat.turn_log
+    assert record["action"] is None and record["time"]["missed"]
+    assert record["steps"][-1]["kind"] == "fault" and "in time" in record["steps"][-1]["text"]
+    live = seat.seat_metrics().sums
+    assert live.turns == 0 and live.misses == 1
+
+    again = LLMSeat(7, ToolLoop(Stuck([]), MOVES))
+    assert restore_seat(again, [dict(record, slot=7, seq=1)]) == 1
+    rebuilt = again.seat_metrics().sums
+    assert (rebuilt.turns, rebuilt.misses) == (live.turns, live.misses)
+    assert acted_in([record]) == set()
+
+
 def test_a_mafia_seat_has_no_move_that_turns_the_town_on_a_teammate() -> None:
     """Seen in a lobby: a Mafioso said "Results: Player 3 is suspicious!" of
     its own Godfather. Its moves may cover a teammate, never accuse one."""
@@ -572,3 +609,47 @@ def test_a_seat_does_not_turn_on_a_player_it_spoke_up_for_today() -> None:
     assert len(said) == 3
     for sentence in said:
         assert defended_today(day3_investigator(((7, sentence),)).memories[7]) == {4}, sentence
+
+
+def test_a_claim_made_on_an_earlier_day_is_worded_as_said_again() -> None:
+    """Seen in a lobby: "Time to claim. I am the Doctor." on Day 2 and again,
+    word for word, on Day 3. Player 5 claimed Lookout on Day 2: on Day 3 the
+    same claim comes as one said before; Player 7 (Investigator), who never
+    claimed, words its claim as a first one."""
+    from tossim.agents.protocols import Parsed
+
+    t = day3_investigator()
+
+    def says(slot: int, seed: int) -> str:
+        memory = t.memories[slot]
+        parsed, move = speak_move(memory, Parsed("final", "speak",
+                                                 {"text": f"claim {memory.you.role}"}), seed)
+        assert isinstance(move, ClaimRole)
+        return str(parsed.args["text"])
+
+    again = {says(5, seed) for seed in range(12)}
+    assert all(s.endswith(": I am the Lookout.") for s in again) and len(again) > 1
+    assert {s.split(":")[0] for s in again} <= {"As I said before", "Again",
+                                                "I stand by my claim", "Same as before"}
+    first = {says(7, seed) for seed in range(12)}
+    assert all(s.endswith("I am the Investigator.") for s in first)
+    assert not any(s.startswith(("As I said", "Again", "I stand by", "Same as")) for s in first)
+
+
+def test_an_accusation_in_a_night_chat_calls_for_no_vote() -> None:
+    """Seen in a lobby: a jailed seat told its Jailor "Vote Player 4!" at
+    night, when there is no vote. At night an accusation is said as a
+    suspicion; by day it is a call to vote."""
+    import copy
+
+    from tossim.agents.protocols import Parsed
+
+    day = day3_investigator().memories[7]
+    night = copy.copy(day)
+    night.phase = "night"
+    key = next(k for k, m in move_table(day).speak.items() if isinstance(m, Accuse))
+    for seed in range(8):
+        by_day = speak_move(day, Parsed("final", "speak", {"text": key}), seed)[0]
+        by_night = speak_move(night, Parsed("final", "speak", {"text": key}), seed)[0]
+        assert "Vote Player" in by_day.args["text"]
+        assert "Vote" not in by_night.args["text"] and "Player" in by_night.args["text"]

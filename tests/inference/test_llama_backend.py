@@ -230,3 +230,27 @@ def test_seats_asking_at_once_are_answered_beside_a_long_thought(
     assert still_thinking
     assert all(a.token_ids and a.finish_reason in ("length", "stop") for a in answers)
     assert backend.stats.largest_batch >= 2
+
+
+def test_a_tables_seat_is_not_slowed_by_the_demos(backend: LlamaBackend) -> None:
+    """A lobby's model seat does not share its steps with the demo's seats
+    (whose requests are `background`): asked beside two demo seats, a seat
+    with three times their text to write finishes first, and the demo's
+    seats still get their whole answers after it."""
+    ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Count."}]))
+    order: list[str] = []
+
+    async def one(name: str, chars: int, background: bool) -> GenerationResult:
+        result = await backend.generate_one(GenerationRequest(
+            ids, 1000, regex=f"a{{{chars}}}", seed=1, key=name, background=background))
+        order.append(name)
+        return result
+
+    async def go() -> list[GenerationResult]:
+        return list(await asyncio.gather(one("demo1", 100, True), one("demo2", 100, True),
+                                         one("table", 300, False)))
+
+    demo1, demo2, table = asyncio.run(go())
+    assert order[0] == "table"
+    assert table.text == "a" * 300
+    assert demo1.text == demo2.text == "a" * 100

@@ -82,3 +82,26 @@ def test_demo_uses_the_bundled_model_when_it_can_run(monkeypatch: pytest.MonkeyP
     assert [s.backend for s in app_module.demo_lobby(Settings()).seats] == ["local"] * 4
     assert service.seat_label("ai", "local") == "model (local)"
     assert service.seat_label("ai", "scripted") == "scripted bot"
+
+
+def test_the_demos_model_seats_give_way_to_other_games(tiny_model_dir: Path) -> None:
+    """The demo's model seats (and its day summaries, written on their
+    backend) send background requests, which a shared local backend serves
+    only while no lobby's seat is thinking
+    (tests/inference/test_llama_backend.py); a lobby's seats do not."""
+    from tossim.inference.base import GenerationRequest
+    from tossim.server.runner import GameActor
+    from tossim.server.settings import Settings
+
+    settings = Settings(model=str(tiny_model_dir))
+    seats = [{"slot": 1, "kind": "ai", "backend": "local"}]
+    request = GenerationRequest((1, 2, 3), 4)
+    marked = {}
+    for demo in (True, False):
+        actor = GameActor(f"g{demo}", GameConfig(players=7, seed=3),
+                          {"demo": demo, "seats": seats}, None, None,  # type: ignore[arg-type]
+                          settings)
+        backend = actor.ai[1].loop.backend  # type: ignore[attr-defined]
+        apply = getattr(backend, "apply", lambda r: r)
+        marked[demo] = apply(request).background
+    assert marked == {True: True, False: False}

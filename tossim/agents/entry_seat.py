@@ -26,8 +26,8 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
                         persona: str | None = None, protocol: str | None = None,
                         openai_url: str | None = None, model_dir: str | None = None,
                         deadline: float | None = None, speech: str | None = None,
-                        backend: Backend | None = None, loop_config: LoopConfig | None = None
-                        ) -> ScriptedSeat | LLMSeat | ChatSeat:
+                        backend: Backend | None = None, loop_config: LoopConfig | None = None,
+                        background: bool = False) -> ScriptedSeat | LLMSeat | ChatSeat:
     """The seat that plays `entry` at `slot` (the one place seats are built
     from entries: the server's make_ai_seat, `tossim play` and the arena).
     Model backends are shared by the process (one model load, one client and
@@ -35,7 +35,9 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
     turn (it abstains before; default the entry's `turn_seconds`). `speech`
     overrides the entry's (a lobby seat's or `tossim play --speech`).
     `backend` (with `loop_config`): a model seat plays on this backend, not
-    the process's shared one (`tossim play --ai`, benchmarks, tests' fakes)."""
+    the process's shared one (`tossim play --ai`, benchmarks, tests' fakes).
+    `background`: the seat's requests wait for every other game's (the
+    server's demo: GenerationRequest.background)."""
     if speech is not None and speech not in ("free", "moves"):
         raise ValueError(f"speech is free or moves, not {speech!r}")
     if entry.backend == "chat" and speech == "moves":
@@ -54,10 +56,10 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         return chat_seat_from_spec(spec, slot, seed, chat, game_id=game_id,
                                    summaries=summaries, turn_seconds=turn)
     from tossim.agents.llm_seat import seat_from_spec
-    if backend is not None:
-        return seat_from_spec(spec, slot, seed, backend, game_id=game_id, summaries=summaries,
-                              loop_config=loop_config)
     from tossim.inference.registry import for_entry, make_backend, shared_backend
+    if backend is not None:
+        return seat_from_spec(spec, slot, seed, for_entry(backend, background=background),
+                              game_id=game_id, summaries=summaries, loop_config=loop_config)
     url = entry.base_url or openai_url
     if entry.backend == "openai" and entry.api_key_env:
         # a keyed completions server: one backend per entry, the key read now
@@ -70,5 +72,5 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         engine = shared_backend(entry.backend, entry.model or model_dir, url)
     # the entry's sampling (temperature, top_p, max_tokens per request, ...) and
     # rpm on every request its seats send; the model itself stays shared
-    engine = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json())
+    engine = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json(), background)
     return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)

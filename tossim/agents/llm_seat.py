@@ -136,7 +136,10 @@ class LLMSeat(ModelSeat):
     "steps" (thinking / tool / fault / action dicts, in order), "action" (the
     final command as a dict, or None for a wait), "move" (the structured
     speech move behind it, `Move.to_dict()`, or None), "tokens" {"prompt",
-    "generated", "cached"}}. `on_step(slot, step)`, if set, is called as each
+    "generated", "cached"}, "time" {"seconds", "given", "missed"}}; a turn
+    given up at its deadline (the phase moved on) gets one too, with what it
+    had done, a fault step, no prompt, output, action or tokens, and
+    "abandoned" in its "time". `on_step(slot, step)`, if set, is called as each
     step completes, so a server can stream a turn while it runs. Observations
     come from the seat's own memory: never more than its Views showed it."""
 
@@ -168,25 +171,41 @@ class LLMSeat(ModelSeat):
                                 act_first=not self.loop.config.may_abstain, deadline=deadline)
 
     async def _turn(self, deadline: float | None) -> Command | None:
-        day, phase = self.memory.day, self.memory.phase
-        phase_seq, version = self.memory.phase_seq, self.memory.version
+        where = {"day": self.memory.day, "phase": self.memory.phase,
+                 "phase_seq": self.memory.phase_seq, "version": self.memory.version}
+        started = time.monotonic()
+        steps: list[dict[str, Any]] = []  # so far: kept if the turn is given up
+
+        def on_step(step: dict[str, Any]) -> None:
+            steps.append(step)
+            self._step(step)
+
         try:
             result = await self.loop.run_turn(
                 self.memory, summaries=self.summaries, persona=self.persona, key=self.key,
-                seed=derive_seed(self.seed, self.metrics.turns), on_step=self._step,
+                seed=derive_seed(self.seed, self.metrics.turns), on_step=on_step,
                 deadline=deadline)
         except asyncio.CancelledError:
             if deadline is not None and time.monotonic() >= deadline:
                 self.metrics.timed_turns += 1
                 self.metrics.misses += 1
+                # a turn given up at its deadline is a turn too: stored with
+                # what it had done, so a game's record counts every miss
+                self.turn_log.append({
+                    **where, "prompt": None, "output": None,
+                    "steps": [*steps, {"kind": "fault", "fault": "deadline",
+                                       "text": "did not answer in time; the seat abstains"}],
+                    "action": None, "move": None, "tokens": None,
+                    "time": {"seconds": round(time.monotonic() - started, 3),
+                             "given": round(deadline - started, 3), "missed": True,
+                             "abandoned": True}})
             raise
         self.memory.end_turn()
         self.metrics.add(result)
         self.last = result
         self.results.append(result)
         self.turn_log.append({
-            "day": day, "phase": phase, "phase_seq": phase_seq, "version": version,
-            "prompt": result.prompt, "output": result.transcript,
+            **where, "prompt": result.prompt, "output": result.transcript,
             "steps": list(result.steps),
             "action": result.command.to_dict() if result.command is not None else None,
             # the speech move behind a speech, will or note (speech "moves"), else None

@@ -584,8 +584,20 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     The wording is drawn from `seed` (the turn's), so a replayed turn says
     the same."""
     move = parse_move(memory, parsed.name, str(parsed.args.get("text", "")))
-    text = render(move, memory.names, random.Random(seed))
+    again = isinstance(move, ClaimRole) and parsed.name == "speak" and claimed_before(memory, move)
+    text = render(move, memory.names, random.Random(seed), again=again,
+                  at_night=memory.phase == "night")
     return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
+
+
+def claimed_before(memory: SeatMemory, claim: ClaimRole) -> bool:
+    """Whether this seat made the same claim in public on an earlier day
+    (seen in a lobby: "Time to claim. I am the Doctor." on Day 2 and again,
+    word for word, on Day 3): a claim said again is worded as one."""
+    sentence = cv.say_role(claim.role)
+    return any(e["key"] == "chat.public" and e["data"].get("author") == memory.slot
+               and sentence in e["data"].get("text", "")
+               for day in range(1, memory.day) for e in memory.chat(day))
 
 
 def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
@@ -613,10 +625,14 @@ def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
     return [", ".join(f"N{n}" for n in nights) + f": {said}" for nights, said in lines]
 
 
-def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None) -> str:
+def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None,
+           again: bool = False, at_night: bool = False) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
-    them come from `talk.py`, picked with `rng`. Without one a claim or a
+    them come from `talk.py`, picked with `rng` (`again`: a claim made on an
+    earlier day already, `claimed_before`; `at_night`: said in a night chat,
+    where there is no vote to call for: seen in a lobby, a jailed seat's
+    "Vote Player 4!" to its Jailor). Without one a claim or a
     result is the plain vocabulary sentence (the scripted bots add their own
     wording around it) and other moves take their first wording."""
     def name(s: int | None) -> str:
@@ -641,10 +657,13 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
         rng = random.Random(0)  # the first wording
 
     if isinstance(move, ClaimRole):
-        return talk.claim_intro(rng, False) + cv.say_role(move.role)
+        intro = talk.claim_again(rng) if again else talk.claim_intro(rng, False)
+        return intro + cv.say_role(move.role)
     if isinstance(move, Report):
         return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
     if isinstance(move, Accuse):
+        if at_night:
+            return talk.suspect_aside(rng, name(move.target), move.reason.sentence(name) + ".")
         return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
     if isinstance(move, Defend):
         who, why = name(move.target), move.reason.sentence(name)

@@ -51,6 +51,12 @@ def restore_seat(seat: Any, turns: Sequence[dict[str, Any]]) -> int:
             elif name:
                 memory.tool_log.append(ToolRecord(day, phase, name, arg,
                                                   str(step.get("observation") or "")))
+        log.append({k: v for k, v in turn.items() if k not in ("slot", "seq")})
+        timing = turn.get("time")
+        if isinstance(timing, dict) and timing.get("abandoned"):
+            metrics.timed_turns += 1  # given up at its deadline: a miss, not a turn
+            metrics.misses += 1
+            continue
         action = turn.get("action")
         name = (str(action.get("type") or "wait") if isinstance(action, dict)
                 else str(action or "wait"))
@@ -66,7 +72,6 @@ def restore_seat(seat: Any, turns: Sequence[dict[str, Any]]) -> int:
         version = turn.get("version")
         if memory is not None and isinstance(version, int) and not isinstance(version, bool):
             memory.last_turn_version = max(memory.last_turn_version, version)
-        log.append({k: v for k, v in turn.items() if k not in ("slot", "seq")})
     return len(turns)
 
 
@@ -75,13 +80,15 @@ def history(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     outputs or thoughts: what a worker that takes a seat over (after a
     restart, or from a worker that left) rebuilds its seat from."""
     return [{**{k: t.get(k) for k in ("day", "phase", "phase_seq", "version", "action",
-                                      "tokens")},
+                                      "tokens", "time")},
              "steps": [s for s in t.get("steps") or ()
                        if isinstance(s, dict) and s.get("kind") == "tool"]}
             for t in turns if isinstance(t, dict)]
 
 
 def acted_in(turns: Sequence[dict[str, Any]]) -> set[int]:
-    """The phases (phase_seq) in which these stored turns were played."""
+    """The phases (phase_seq) in which these stored turns were played (a
+    turn given up at its deadline was not)."""
     return {t["phase_seq"] for t in turns
-            if isinstance(t.get("phase_seq"), int) and not isinstance(t["phase_seq"], bool)}
+            if isinstance(t.get("phase_seq"), int) and not isinstance(t["phase_seq"], bool)
+            and not (isinstance(t.get("time"), dict) and t["time"].get("abandoned"))}

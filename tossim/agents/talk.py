@@ -213,6 +213,12 @@ def claim_intro(rng: random.Random, accused: bool) -> str:
                       "Here is mine. "))
 
 
+def claim_again(rng: random.Random) -> str:
+    """The opening of a claim the player made on an earlier day already."""
+    return pick(rng, ("As I said before: ", "Again: ", "I stand by my claim: ",
+                      "Same as before: "))
+
+
 def results_intro(rng: random.Random) -> str:
     return pick(rng, ("My results:", "What I found:", "Here is what I have:", "Results:"))
 

@@ -43,6 +43,11 @@ class GenerationRequest:
     # when the answer stops being useful (time.monotonic()); a backend stops
     # generating at it and returns what it has with finish_reason "deadline"
     deadline: float | None = None
+    # a request nobody waits on at a table (the demo's seats, watched, not
+    # played with): a backend that schedules requests itself (local) serves it
+    # only while no other request waits or runs, so a lobby's model seats
+    # never share their steps with the demo's (docs/agents.md, "Backends")
+    background: bool = False
 
     def __post_init__(self) -> None:
         check_seed(self.seed)

@@ -23,6 +23,9 @@ How the tool loop's guarantees are kept (docs/agents.md, "The local backend"):
   seat's own, or another seat's sharing the system prompt's head) is
   restored; `GenerationResult.cached_tokens` says how many prompt tokens were
   re-used;
+- requests marked `background` (the demo's seats) are admitted only when no
+  other request waits, and are not stepped while another request runs: a
+  lobby's seats get every step, and the demo's resume when they are done;
 - sampling in numpy from a generator seeded with the request's seed, so a
   seeded request reproduces; temperature, top-p, presence/frequency penalties,
   stop strings, max_tokens, the request's deadline (finish_reason "deadline")
@@ -440,14 +443,16 @@ class LlamaBackend(Backend):
         return [s for s in self._slots if s.job is not None]
 
     def _admit(self) -> None:
-        """Waiting requests, in arrival order, each into the free slot that
-        holds the most of its context (its own seat's first): under the lock."""
+        """Waiting requests, in arrival order but background ones last, each
+        into the free slot that holds the most of its context (its own seat's
+        first): under the lock."""
         while self._queue:
             free = [s for s in self._slots if s.job is None]
             # `max_batch` may be lowered after start (the bench's one-at-a-time run)
             if not free or len(self._slots) - len(free) >= self.max_batch:
                 break
-            job = self._queue.popleft()
+            job = next((j for j in self._queue if not j.req.background), self._queue[0])
+            self._queue.remove(job)
             key = job.req.key
             slot = max(free, key=lambda s: (bool(key) and s.key == key,
                                              _common_prefix(s.ids, job.ids), -s.used))
@@ -473,7 +478,7 @@ class LlamaBackend(Backend):
         for other in self._running():
             ahead = other.job
             if (other is not slot and ahead is not None and ahead.placed
-                    and not ahead.decoding
+                    and not ahead.decoding and (job.req.background or not ahead.req.background)
                     and _common_prefix(ahead.ids, ids) > max(best, len(other.ids)) + SHARE_MIN):
                 return  # placed at a later step, once `other` holds the head
         if slot.key != key:
@@ -534,6 +539,9 @@ class LlamaBackend(Backend):
             if why is not None:
                 self._finish(slot, why)
         running = [s for s in self._running() if s.job is not None and s.job.placed]
+        if any(s.job is not None and not s.job.req.background for s in running):
+            # the demo's requests wait while a table's run (module docstring)
+            running = [s for s in running if s.job is not None and not s.job.req.background]
         decoding = [s for s in running if s.job is not None and s.job.decoding]
         # in arrival order: the oldest first, so on an overloaded machine the
         # first seats still finish rather than every seat missing its phase

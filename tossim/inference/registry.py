@@ -85,15 +85,17 @@ class EntryBackend:
     penalties; `max_tokens` as a cap on each request, i.e. a smaller
     thinking and action budget; `stop` strings added; `seed` mixed into the
     request's), and waits for the entry's `rpm` (one limiter per entry for
-    the process, so concurrent games share it). The model stays loaded
+    the process, so concurrent games share it); `background`: every request
+    is marked so (the demo's seats: GenerationRequest.background). The model stays loaded
     once: entries on the same model share it, each with its own settings.
     Everything else (tokenizer, stats, start, close) is the backend's."""
 
     def __init__(self, backend: Backend, sampling: Mapping[str, Any],
-                 limiter: RateLimiter | None = None) -> None:
+                 limiter: RateLimiter | None = None, background: bool = False) -> None:
         self.backend = backend
         self.sampling = dict(sampling)
         self.limiter = limiter
+        self.background = background
 
     def __getattr__(self, name: str) -> Any:  # tokenizer, stats, name, start, close ...
         return getattr(self.backend, name)
@@ -111,6 +113,8 @@ class EntryBackend:
             changes["stop"] = tuple(dict.fromkeys((*r.stop, *map(str, stops))))
         if isinstance(s.get("seed"), int):
             changes["seed"] = derive_seed(s["seed"], r.seed or 0)
+        if self.background:
+            changes["background"] = True
         return dataclasses.replace(r, **changes)
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -124,13 +128,15 @@ class EntryBackend:
 
 
 def for_entry(backend: Backend, sampling: Mapping[str, Any] | None = None,
-              rpm: int | None = None, key: str = "") -> Backend:
-    """`backend` with an entry's sampling settings and rate limit applied
-    (itself when the entry has neither); `key` names the entry's limiter."""
-    if not sampling and not rpm:
+              rpm: int | None = None, key: str = "", background: bool = False) -> Backend:
+    """`backend` with an entry's sampling settings and rate limit applied,
+    its requests marked `background` if asked (itself when none of these
+    applies); `key` names the entry's limiter."""
+    if not sampling and not rpm and not background:
         return backend
     limiter = shared_limiter(key, rpm) if rpm else None
-    return EntryBackend(backend, sampling or {}, limiter)  # type: ignore[return-value]
+    return EntryBackend(backend, sampling or {}, limiter,  # type: ignore[return-value]
+                        background)
 
 
 def unavailable_reason(name: str, openai_url: str | None = None) -> str | None:

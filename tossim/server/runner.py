@@ -107,12 +107,13 @@ def entry_for_spec(spec: dict[str, Any], settings: Settings) -> ModelEntry:
 def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "",
                  summaries: dict[int, str] | None = None,
                  settings: Settings | None = None,
-                 workers: WorkerHub | None = None) -> Seat:
+                 workers: WorkerHub | None = None, background: bool = False) -> Seat:
     """The seat for a lobby's seat spec (through `entry_seat.make_seat_for_entry`):
     a scripted bot; a chat seat (the entry's endpoint, from this process); a
     model seat on a backend shared by the whole process (the model is loaded
     once); or, when the server's inference runs on workers, a seat a worker
-    plays."""
+    plays. `background`: the demo's seats, whose requests wait while other
+    games' seats think on the same backend (GenerationRequest.background)."""
     s = settings or Settings()
     try:
         entry = entry_for_spec(spec, s)
@@ -133,7 +134,7 @@ def make_ai_seat(spec: dict[str, Any], slot: int, seed: int, *, game_id: str = "
                                persona=spec.get("persona"), protocol=spec.get("protocol"),
                                openai_url=s.openai_url, model_dir=s.model,
                                deadline=max(1.0, s.model_deadline - 1.0),
-                               speech=spec.get("speech"))
+                               speech=spec.get("speech"), background=background)
 
 
 # Phase lengths of the timed speeds, as a share of the standard lengths.
@@ -160,7 +161,7 @@ class GameActor:
             if spec.get("kind", "ai") == "ai" or not spec.get("claimed", True):
                 self.ai[slot] = make_ai_seat(spec, slot, config.seed, game_id=game_id,
                                              summaries=self.summaries, settings=settings,
-                                             workers=workers)
+                                             workers=workers, background=bool(lobby.get("demo")))
         self.models = {slot for slot, seat in self.ai.items() if isinstance(seat, ModelSeat)}
         self.game: Game = new_game(config)
         self.seen = dict.fromkeys(self.ai, 0)
