@@ -636,20 +636,22 @@ def test_a_claim_made_on_an_earlier_day_is_worded_as_said_again() -> None:
     assert not any(s.startswith(("As I said", "Again", "I stand by", "Same as")) for s in first)
 
 
-def test_an_accusation_in_a_night_chat_calls_for_no_vote() -> None:
+def test_an_accusation_with_no_vote_ahead_calls_for_none() -> None:
     """Seen in a lobby: a jailed seat told its Jailor "Vote Player 4!" at
-    night, when there is no vote. At night an accusation is said as a
-    suspicion; by day it is a call to vote."""
+    night, and in the demo a seat said "Vote Player 3!" on Day 1; neither
+    has a lynch vote ahead. There an accusation is said as a suspicion; in a
+    discussion or a vote it is a call to vote."""
     import copy
 
     from tossim.agents.protocols import Parsed
 
-    day = day3_investigator().memories[7]
-    night = copy.copy(day)
-    night.phase = "night"
-    key = next(k for k, m in move_table(day).speak.items() if isinstance(m, Accuse))
-    for seed in range(8):
-        by_day = speak_move(day, Parsed("final", "speak", {"text": key}), seed)[0]
-        by_night = speak_move(night, Parsed("final", "speak", {"text": key}), seed)[0]
-        assert "Vote Player" in by_day.args["text"]
-        assert "Vote" not in by_night.args["text"] and "Player" in by_night.args["text"]
+    voting = day3_investigator().memories[7]
+    key = next(k for k, m in move_table(voting).speak.items() if isinstance(m, Accuse))
+    for phase in ("night", "day1", "judgement"):
+        other = copy.copy(voting)
+        other.phase = phase
+        for seed in range(8):
+            by_vote = speak_move(voting, Parsed("final", "speak", {"text": key}), seed)[0]
+            said = speak_move(other, Parsed("final", "speak", {"text": key}), seed)[0]
+            assert "Vote Player" in by_vote.args["text"]
+            assert "Vote" not in said.args["text"] and "Player" in said.args["text"]

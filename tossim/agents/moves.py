@@ -586,7 +586,7 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     move = parse_move(memory, parsed.name, str(parsed.args.get("text", "")))
     again = isinstance(move, ClaimRole) and parsed.name == "speak" and claimed_before(memory, move)
     text = render(move, memory.names, random.Random(seed), again=again,
-                  at_night=memory.phase == "night")
+                  no_vote=memory.phase not in VOTE_PLAN_PHASES)
     return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
 
 
@@ -626,13 +626,14 @@ def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
 
 
 def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None,
-           again: bool = False, at_night: bool = False) -> str:
+           again: bool = False, no_vote: bool = False) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
     them come from `talk.py`, picked with `rng` (`again`: a claim made on an
-    earlier day already, `claimed_before`; `at_night`: said in a night chat,
-    where there is no vote to call for: seen in a lobby, a jailed seat's
-    "Vote Player 4!" to its Jailor). Without one a claim or a
+    earlier day already, `claimed_before`; `no_vote`: said where there is no
+    lynch vote to call for (Day 1, a trial, a night chat: seen, a jailed
+    seat's "Vote Player 4!" to its Jailor and a demo seat's on Day 1), so an
+    accusation is a suspicion). Without one a claim or a
     result is the plain vocabulary sentence (the scripted bots add their own
     wording around it) and other moves take their first wording."""
     def name(s: int | None) -> str:
@@ -662,7 +663,7 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     if isinstance(move, Report):
         return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
     if isinstance(move, Accuse):
-        if at_night:
+        if no_vote:
             return talk.suspect_aside(rng, name(move.target), move.reason.sentence(name) + ".")
         return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
     if isinstance(move, Defend):
