@@ -594,10 +594,8 @@ def claimed_before(memory: SeatMemory, claim: ClaimRole) -> bool:
     """Whether this seat made the same claim in public on an earlier day
     (seen in a lobby: "Time to claim. I am the Doctor." on Day 2 and again,
     word for word, on Day 3): a claim said again is worded as one."""
-    sentence = cv.say_role(claim.role)
-    return any(e["key"] == "chat.public" and e["data"].get("author") == memory.slot
-               and sentence in e["data"].get("text", "")
-               for day in range(1, memory.day) for e in memory.chat(day))
+    return any(day < memory.day and role == claim.role
+               for day, role in _claims(memory).get(memory.slot, ()))
 
 
 def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
