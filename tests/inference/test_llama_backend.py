@@ -254,3 +254,37 @@ def test_a_tables_seat_is_not_slowed_by_the_demos(backend: LlamaBackend) -> None
     assert order[0] == "table"
     assert table.text == "a" * 300
     assert demo1.text == demo2.text == "a" * 100
+
+
+def test_a_tables_seat_does_not_wait_for_a_slot_the_demo_holds(backend: LlamaBackend) -> None:
+    """Seen in a lobby beside the demo: the demo's four seats held every slot
+    with long thoughts and the lobby's seats missed their Day 3 votes. A
+    lobby seat that finds every slot held by the demo's takes one at once
+    (that demo request ends with what it has) and finishes first."""
+    ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Count."}]))
+    order: list[str] = []
+
+    async def one(name: str, chars: int, background: bool) -> GenerationResult:
+        result = await backend.generate_one(GenerationRequest(
+            ids, 1000, regex=f"a{{{chars}}}", seed=1, key=name, background=background))
+        order.append(name)
+        return result
+
+    async def go() -> tuple[GenerationResult, list[GenerationResult]]:
+        demo = [asyncio.ensure_future(one(f"demo{i}", 2000, True))
+                for i in range(backend.max_batch)]
+        # the demo's seats hold every slot, all of them writing
+        while not all(s.job is not None and s.job.decoding for s in backend._slots):
+            await asyncio.sleep(0.01)
+        table = await one("table", 60, False)
+        yielded = [t.result() for t in demo if t.done()]
+        for t in demo:
+            t.cancel()
+        await asyncio.gather(*demo, return_exceptions=True)
+        return table, yielded
+
+    table, yielded = asyncio.run(go())
+    # the demo request that gave its slot up ends first, the table's next
+    assert order.index("table") == 1 and table.text == "a" * 60
+    assert len(yielded) == 1 and yielded[0].finish_reason == "deadline"
+    assert set(yielded[0].text) <= {"a"}

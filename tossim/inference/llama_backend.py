@@ -24,8 +24,10 @@ How the tool loop's guarantees are kept (docs/agents.md, "The local backend"):
   restored; `GenerationResult.cached_tokens` says how many prompt tokens were
   re-used;
 - requests marked `background` (the demo's seats) are admitted only when no
-  other request waits, and are not stepped while another request runs: a
-  lobby's seats get every step, and the demo's resume when they are done;
+  other request waits, are not stepped while another request runs, and give
+  up their slot (ending with what they have) to a request that finds every
+  slot held: a lobby's seats get every step, and the demo's resume when they
+  are done;
 - sampling in numpy from a generator seeded with the request's seed, so a
   seeded request reproduces; temperature, top-p, presence/frequency penalties,
   stop strings, max_tokens, the request's deadline (finish_reason "deadline")
@@ -408,6 +410,7 @@ class LlamaBackend(Backend):
                     self._cond.wait()
                 if self._closing:
                     break
+                self._make_room()
                 self._admit()
             for slot in self._running():
                 if slot.job is not None and not slot.job.placed:
@@ -457,6 +460,18 @@ class LlamaBackend(Backend):
             slot = max(free, key=lambda s: (bool(key) and s.key == key,
                                              _common_prefix(s.ids, job.ids), -s.used))
             slot.job = job
+
+    def _make_room(self) -> None:
+        """Requests waiting while background ones hold every slot take
+        theirs: a background request ends now with what it has (finish
+        reason "deadline", as if its time had run out; the demo's seat acts
+        on it), one per waiting request, newest first. Under the lock."""
+        waiting = sum(not j.req.background for j in self._queue)
+        free = sum(s.job is None for s in self._slots)
+        held = sorted((s for s in self._running() if s.job is not None and s.job.req.background),
+                      key=lambda s: s.job.started if s.job else 0.0, reverse=True)
+        for slot in held[:max(0, waiting - free)]:
+            self._finish(slot, "deadline")
 
     def _place(self, job: _Job, slot: _Slot) -> None:
         """Make `slot`'s sequence hold the longest prefix of the request any
