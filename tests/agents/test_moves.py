@@ -28,6 +28,7 @@ from tossim.agents.moves import (
     announced_vote,
     defended_today,
     move_table,
+    own_results,
     reasons,
     render,
     speak_move,
@@ -95,7 +96,8 @@ def test_claim_report_and_lie_are_told_apart() -> None:
 def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
     m = day3_investigator().memories[7]  # Player 3 and Player 9 are dead
     rx = re.compile(action_regex(m))
-    for ok in ("<speak>will vote Player 4</speak>", "<speak>ask Player 5 about role</speak>",
+    for ok in ("<speak>will vote Player 4</speak>",
+               "<speak>report Player 4 could be a Vigilante, Veteran, or Mafioso</speak>",
                "<speak>accuse Player 6: they have not claimed a role</speak>",
                "<speak>defend Player 5: they claimed Lookout</speak>",
                "<speak>claim Investigator</speak>", "<will>Investigator</will>",
@@ -117,6 +119,9 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
                 '<whisper to="Player 5">I am the Investigator.</whisper>',
                 "<will>I am the Investigator.</will>"):
         assert not rx.fullmatch(bad), bad
+    asker = re.compile(action_regex(day3_investigator().memories[5]))  # no result to tell
+    assert asker.fullmatch("<speak>ask Player 4 about role</speak>")
+    assert not asker.fullmatch("<speak>ask Player 9 about role</speak>")  # dead
 
 
 def test_an_unguided_move_that_does_not_exist_is_a_fault_then_a_retry() -> None:
@@ -169,14 +174,14 @@ def test_a_free_text_seat_still_writes_free_text() -> None:
 def test_a_structured_seat_keeps_the_move_in_its_turn_record() -> None:
     t = day3_investigator()
     # a structured seat (it may not abstain) votes first, then speaks
-    backend = ScriptedBackend(["<thinking>Player 5 then.</thinking>", "<vote>Player 5</vote>",
+    backend = ScriptedBackend(["<thinking>Player 4 then.</thinking>", "<vote>Player 4</vote>",
                                "<thinking>Ask.</thinking>",
-                               "<speak>ask Player 5 about vote</speak>"])
-    seat = LLMSeat(7, ToolLoop(backend, MOVES))
-    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0)))
-    assert cmds == [Vote(7, 5), Chat(7, "Player 5, who are you voting for today?")]
+                               "<speak>ask Player 4 about vote</speak>"])
+    seat = LLMSeat(5, ToolLoop(backend, MOVES))
+    cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(5), since=0)))
+    assert cmds == [Vote(5, 4), Chat(5, "Player 4, who are you voting for today?")]
     assert seat.turn_log[0]["move"] is None
-    assert seat.turn_log[1]["move"] == {"move": "ask", "target": 5, "topic": "vote"}
+    assert seat.turn_log[1]["move"] == {"move": "ask", "target": 4, "topic": "vote"}
     assert seat.seat_metrics().to_dict()["moves"] == {"ask": 1}
     # its vote turn offered neither `wait` nor speech; the next turn offered `wait`
     vote_turn, side_turn = backend.requests[1].regex, backend.requests[-1].regex
@@ -562,6 +567,13 @@ def test_a_will_says_each_result_once_and_a_spys_night_in_one_sentence() -> None
         (cv.MAFIA_VISITED, 1), (cv.MAFIA_VISITED, 10), (cv.MAFIA_VISITED, 4)]
 
 
+def votable(memory: SeatMemory) -> list[str]:
+    """Who a structured seat's vote can name: tried against its action grammar."""
+    rx = re.compile(action_regex(memory))
+    return [f"Player {s}" for s in range(1, 16)
+            if rx.fullmatch(f"<vote>Player {s}</vote>")]
+
+
 def test_a_seat_holds_to_the_vote_it_announced() -> None:
     """Seen in the demo: a model seat said "My vote goes to Player 4." in the
     discussion and then voted against Player 12. Its later plans repeat the
@@ -585,6 +597,10 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
     for seed in range(12):
         turn = build_messages(said, speech="moves", seed=seed)[-1]["content"]
         assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 4"]
+    # and its grammar lets it vote for no one else (seen in a lobby: "I am
+    # voting Player 4 today." and then a vote against Player 5)
+    assert votable(said) == ["Player 4"]
+    assert len(votable(free)) > 1
     # another seat's plan is not this seat's
     assert announced_vote(t.memories[5]) is None
 
@@ -603,6 +619,8 @@ def test_a_seat_does_not_turn_on_a_player_it_spoke_up_for_today() -> None:
         turn = build_messages(memory, speech="moves", seed=seed)[-1]["content"]
         examples |= set(re.findall(r"<vote>(Player \d)</vote>", turn))
     assert len(examples) > 1 and "Player 4" not in examples
+    assert "Player 4" not in votable(memory) and len(votable(memory)) > 1
+    assert "Player 4" in votable(t.memories[5])
     # every wording of a defence is read back
     said = {render(Defend(4, reason), memory.names, random.Random(k))
             for reason in reasons(memory).get(4, ())[:1] for k in range(12)}
@@ -655,3 +673,26 @@ def test_an_accusation_with_no_vote_ahead_calls_for_none() -> None:
             said = speak_move(other, Parsed("final", "speak", {"text": key}), seed)[0]
             assert "Vote Player" in by_vote.args["text"]
             assert "Vote" not in said.args["text"] and "Player" in said.args["text"]
+
+
+def test_a_seat_reports_what_it_found_before_asking_and_asks_once() -> None:
+    """Seen in a lobby: the Investigator seat asked "Player 5, what is your
+    role?" on Day 2 and again on Day 3, and never said its Night 2 result.
+    A seat holding a result it has not said in public has no question to
+    ask; once it has reported, it asks each question once a game."""
+    def asks(memory: SeatMemory) -> set[tuple[int, str]]:
+        return {(m.target, m.topic) for m in move_table(memory).speak.values()
+                if isinstance(m, Ask)}
+
+    memory = day3_investigator().memories[7]
+    found = own_results(memory)
+    assert len(found) == 2 and asks(memory) == set()
+    assert {m.result for m in move_table(memory).speak.values()
+            if isinstance(m, Report)} == set(found)
+    # another seat, with nothing to report, asks
+    assert (7, "results") in asks(day3_investigator().memories[5])
+
+    told = " ".join(render(Report(r), memory.names, random.Random(1)) for r in found)
+    memory = day3_investigator(((7, told), (7, "Player 5, what is your role?"))).memories[7]
+    assert (5, "vote") in asks(memory) and (4, "role") in asks(memory)
+    assert (5, "role") not in asks(memory)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from tossim.agents import claims as cv
@@ -443,6 +443,12 @@ def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[in
     return out
 
 
+def own_public_lines(memory: SeatMemory) -> list[str]:
+    """What this seat has said in the public chat this game, oldest first."""
+    return [str(e["data"].get("text", "")) for e in memory.events
+            if e["key"] == "chat.public" and e["data"].get("author") == memory.slot]
+
+
 def announced_vote(memory: SeatMemory) -> int | None:
     """The living player this seat said today it would vote for (its latest
     vote plan in the public chat), so that its vote and its later plans hold
@@ -525,8 +531,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
         planned = ([plan] if plan in others
                    else [s for s in others if s not in trusted] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
-    for s in living:
-        group("ask", f"ask {name(s)} about ", {t: Ask(s, t) for t in QUESTIONS})
+    # a seat asks each question once a game, and none while it holds a
+    # result it has not said in public (seen in a lobby: an Investigator
+    # asked "Player 5, what is your role?" on Day 2 and again on Day 3,
+    # and never reported its Night 2 result)
+    spoken = "\n".join(own_public_lines(memory))
+    if not any(r.sentence(name) not in spoken for r in mine):
+        for s in living:
+            group("ask", f"ask {name(s)} about ",
+                  {t: Ask(s, t) for t, q in QUESTIONS.items()
+                   if q.format(name=name(s)) not in spoken})
     for r_name in claims:
         true = r_name == own_role
         table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
@@ -555,9 +569,26 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
         elif c.tag in ("will", "death_note"):
             options = tuple(getattr(table, c.tag))
             out.append(Choice(c.tag, "final", "move", body=(Part("opt", options=options),)))
+        elif c.tag == "vote":
+            out.append(vote_choice(memory, c))
         else:
             out.append(c)
     return out
+
+
+def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
+    """The vote's targets held to what this seat said today: only the player
+    it said it would vote for, else anyone but the players it spoke up for
+    while others are left. A seat that speaks in moves votes as it spoke
+    (seen in a lobby: "I am voting Player 4 today." and then a vote against
+    Player 5; "Leave Player 4 alone" and then a vote against Player 4)."""
+    shown = _shown(memory)
+    plan = announced_vote(memory)
+    if plan is not None and shown(plan) in vote.options:
+        return replace(vote, options=(shown(plan),))
+    trusted = {shown(s) for s in defended_today(memory)}
+    return replace(vote, options=tuple(o for o in vote.options if o not in trusted)
+                   or vote.options)
 
 
 # ---- parsing and rendering -------------------------------------------------------------
