@@ -26,8 +26,11 @@ from tossim.agents.moves import (
     VotePlan,
     WillMove,
     announced_vote,
+    claimable,
     defended_today,
+    game_roles,
     move_table,
+    own_claim,
     own_results,
     reasons,
     render,
@@ -42,7 +45,7 @@ from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
 
 from .fake_backend import ScriptedBackend
-from .support import DAY3_ROLES, day3_investigator
+from .support import DAY3_ROLES, Tracker, day3_investigator
 
 MOVES = LoopConfig(max_tool_calls=2, action_tokens=120, turn_tokens=600, speech="moves")
 
@@ -484,8 +487,10 @@ def test_what_a_structured_seat_claims_holds_together_over_a_game() -> None:
     assert all(ROLES[r.lower()].faction.value == "town" for r in covers if r.lower() in ROLES)
     assert any(isinstance(m, Report) and m.lie for m in godfather.speak.values())
 
-    mafioso = move_table(day3_investigator(((4, "I am the Doctor."),)).memories[4])
-    assert {m.role for m in mafioso.speak.values() if isinstance(m, ClaimRole)} == {"Doctor"}
+    claimed = day3_investigator(((4, "I am the Doctor."),)).memories[4]
+    assert claimable(claimed, game_roles(claimed), own_claim(claimed)) == ["Doctor"]
+    mafioso = move_table(claimed)  # claimed today: its will keeps the claim
+    assert not any(isinstance(m, ClaimRole) for m in mafioso.speak.values())
     assert set(mafioso.will) == {"Doctor"}
     assert not any(isinstance(m, Report) and m.lie for m in mafioso.speak.values())
 
@@ -696,3 +701,40 @@ def test_a_seat_reports_what_it_found_before_asking_and_asks_once() -> None:
     memory = day3_investigator(((7, told), (7, "Player 5, what is your role?"))).memories[7]
     assert (5, "vote") in asks(memory) and (4, "role") in asks(memory)
     assert (5, "role") not in asks(memory)
+
+
+def test_a_claim_is_said_once_a_day() -> None:
+    """Seen in a lobby: a Doctor seat said "Time to claim. I am the Doctor."
+    in the discussion and again in the vote of the same day. A seat that has
+    claimed today has no claim move until tomorrow; its will still says it."""
+    def claims(memory: SeatMemory) -> set[str]:
+        return {m.role for m in move_table(memory).speak.values() if isinstance(m, ClaimRole)}
+
+    assert claims(day3_investigator().memories[7]) == {"Investigator"}
+    memory = day3_investigator(((7, "Time to claim. I am the Investigator."),)).memories[7]
+    assert claims(memory) == set()
+    assert "Investigator" in move_table(memory).will
+    # a claim on an earlier day leaves today's open (said again, as such)
+    assert claims(day3_investigator().memories[5]) == {"Lookout"}
+
+
+def test_at_night_only_a_jailor_asks_and_only_its_prisoner() -> None:
+    """Seen in a lobby: a Jailor seat asked "Player 4, what is your role?" in
+    its jail chat with Player 5. At night a Jailor's questions go to its
+    prisoner; the prisoner and everyone else ask nothing."""
+    from tossim.engine.commands import DayAction
+
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+    t = Tracker(g, list(range(1, 8)))
+    apply(g, DayAction(1, "jail", 5))
+    t.timeout()  # Night 1
+    t.observe()
+    assert t.memories[1].phase == "night" and t.memories[5].you.jailed
+
+    def asked(slot: int) -> set[int]:
+        return {m.target for m in move_table(t.memories[slot]).speak.values()
+                if isinstance(m, Ask)}
+
+    assert asked(1) == {5}
+    assert asked(5) == set() and asked(2) == set()

@@ -300,9 +300,10 @@ def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
     return out
 
 
-def own_claim(memory: SeatMemory) -> str | None:
-    """The role the seat last claimed: in public chat, else in its will."""
-    said = _claims(memory).get(memory.slot)
+def own_claim(memory: SeatMemory, made: Sequence[tuple[int, str]] | None = None) -> str | None:
+    """The role the seat last claimed: in public chat (`made`, its entry of
+    `_claims` when the caller has read them), else in its will."""
+    said = _claims(memory).get(memory.slot) if made is None else made
     if said:
         return said[-1][1]
     vocab = _vocab(memory)
@@ -489,9 +490,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
         for text, m in items.items():
             table.speak[head + text] = m
 
-    said = own_claim(memory)  # read once: it walks the seat's public events
+    made = _claims(memory).get(memory.slot, [])  # read once: it walks the public events
+    said = own_claim(memory, made)
     claims = claimable(memory, roles, said)
-    group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
+    # a claim is said once a day (seen in a lobby: "Time to claim. I am the
+    # Doctor." in the discussion and again in the vote of the same day)
+    if all(day != memory.day for day, _role in made):
+        group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
     mine = own_results(memory)
     latest: dict[str, Result] = {}
     for r in mine:
@@ -534,10 +539,14 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a seat asks each question once a game, and none while it holds a
     # result it has not said in public (seen in a lobby: an Investigator
     # asked "Player 5, what is your role?" on Day 2 and again on Day 3,
-    # and never reported its Night 2 result)
+    # and never reported its Night 2 result); at night only a Jailor asks,
+    # and only its prisoner (seen: a Jailor asked Player 4 in its jail chat
+    # with Player 5)
     spoken = "\n".join(own_public_lines(memory))
+    askable = living if memory.phase != "night" else [
+        s for s in living if s == memory.you.prisoner]
     if not any(r.sentence(name) not in spoken for r in mine):
-        for s in living:
+        for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
                    if q.format(name=name(s)) not in spoken})
