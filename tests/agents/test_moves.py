@@ -699,8 +699,14 @@ def test_a_seat_reports_what_it_found_before_asking_and_asks_once() -> None:
 
     told = " ".join(render(Report(r), memory.names, random.Random(1)) for r in found)
     memory = day3_investigator(((7, told), (7, "Player 5, what is your role?"))).memories[7]
-    assert (5, "vote") in asks(memory) and (4, "role") in asks(memory)
+    assert (5, "vote") in asks(memory) and (6, "role") in asks(memory)
     assert (5, "role") not in asks(memory)
+    # nobody is asked a role they claimed (Player 5 claimed Lookout on Day 2)
+    assert (5, "role") not in asks(day3_investigator().memories[1])
+    assert (6, "role") in asks(day3_investigator().memories[1])
+    # and what it reported today is not offered again today (seen: "Results:
+    # Player 4 is not suspicious." in the discussion and again in the vote)
+    assert not any(isinstance(m, Report) for m in move_table(memory).speak.values())
 
 
 def test_a_claim_is_said_once_a_day() -> None:

@@ -444,9 +444,10 @@ def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[in
     return out
 
 
-def own_public_lines(memory: SeatMemory) -> list[str]:
-    """What this seat has said in the public chat this game, oldest first."""
-    return [str(e["data"].get("text", "")) for e in memory.events
+def own_public_lines(memory: SeatMemory) -> list[tuple[int, str]]:
+    """What this seat has said in the public chat this game: (day, text),
+    oldest first."""
+    return [(e["day"], str(e["data"].get("text", ""))) for e in memory.events
             if e["key"] == "chat.public" and e["data"].get("author") == memory.slot]
 
 
@@ -490,7 +491,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         for text, m in items.items():
             table.speak[head + text] = m
 
-    made = _claims(memory).get(memory.slot, [])  # read once: it walks the public events
+    claimed = _claims(memory)  # read once: it walks the public events
+    made = claimed.get(memory.slot, [])
     said = own_claim(memory, made)
     claims = claimable(memory, roles, said)
     # a claim is said once a day (seen in a lobby: "Time to claim. I am the
@@ -498,10 +500,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
     if all(day != memory.day for day, _role in made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
     mine = own_results(memory)
+    lines = own_public_lines(memory)
+    spoken = "\n".join(text for _day, text in lines)
+    today = "\n".join(text for day, text in lines if day == memory.day)
     latest: dict[str, Result] = {}
     for r in mine:
         latest[r.phrase(name)] = r
-    group("report", "report ", {p: Report(r) for p, r in latest.items()})
+    # a result is reported once a day (seen in a lobby: "Results: Player 4 is
+    # not suspicious." in the discussion and again in the vote)
+    group("report", "report ", {p: Report(r) for p, r in latest.items()
+                                if r.sentence(name) not in today})
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
@@ -539,17 +547,18 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a seat asks each question once a game, and none while it holds a
     # result it has not said in public (seen in a lobby: an Investigator
     # asked "Player 5, what is your role?" on Day 2 and again on Day 3,
-    # and never reported its Night 2 result); at night only a Jailor asks,
-    # and only its prisoner (seen: a Jailor asked Player 4 in its jail chat
-    # with Player 5)
-    spoken = "\n".join(own_public_lines(memory))
+    # and never reported its Night 2 result); nobody is asked a role they
+    # have claimed (seen: "Player 2, what is your role?" after Player 2's
+    # second Sheriff claim); at night only a Jailor asks, and only its
+    # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5)
     askable = living if memory.phase != "night" else [
         s for s in living if s == memory.you.prisoner]
     if not any(r.sentence(name) not in spoken for r in mine):
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
-                   if q.format(name=name(s)) not in spoken})
+                   if q.format(name=name(s)) not in spoken
+                   and not (t == "role" and s in claimed)})
     for r_name in claims:
         true = r_name == own_role
         table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
