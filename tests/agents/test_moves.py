@@ -744,3 +744,23 @@ def test_at_night_only_a_jailor_asks_and_only_its_prisoner() -> None:
 
     assert asked(1) == {5}
     assert asked(5) == set() and asked(2) == set()
+
+
+def test_a_reason_backs_only_the_side_it_argues() -> None:
+    """Seen in the demo: "Do not lynch Player 1. They voted for Player 11 on
+    Day 2."; in a lobby: "Something is off about Player 2; they claimed
+    Jailor." A claim alone is no charge, and a vote, a will or a silence is
+    no defence: only a claim or a clearing result is."""
+    t = day3_investigator()
+    apply(t.game, Vote(5, 4))  # a vote: a reason to accuse Player 5, not to defend them
+    t.observe()
+    memory = t.memories[1]
+    assert {r.kind for r in reasons(memory)[5]} >= {"claim", "vote"}
+    table = move_table(memory)
+    accusations = [m for m in table.speak.values() if isinstance(m, Accuse)]
+    defences = [m for m in table.speak.values() if isinstance(m, Defend)]
+    assert {m.reason.kind for m in accusations if m.target == 5} >= {"vote"}
+    assert not any(m.reason.kind == "claim" for m in accusations)
+    assert {m.reason.kind for m in defences if m.target == 5} == {"claim"}
+    assert all(m.reason.kind == "claim" or (m.reason.kind == "result" and m.reason.result
+               and m.reason.result.kind == "innocent") for m in defences)

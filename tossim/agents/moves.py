@@ -526,13 +526,18 @@ def move_table(memory: SeatMemory) -> MoveTable:
                 r = Result(kind, s)
                 lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
     group("lie", "lie ", lies)
+    # a reason backs only the side it argues: a claim alone is no charge,
+    # and only a claim or a clearing result is a defence (seen in the demo:
+    # "Do not lynch Player 1. They voted for Player 11 on Day 2." and, in a
+    # lobby, "Something is off about Player 2; they claimed Jailor.")
     why = reasons(memory)
     for s in others:
         group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ())})
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
     for s in living:
         group("defend", f"defend {name(s)}: ",
-              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind != "no_claim"})
+              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind == "claim" or (
+                  r.kind == "result" and r.result is not None and r.result.kind == "innocent")})
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
     # goes to Player 5." right after voting against Player 14), one that has
     # said its plan today repeats it (`announced_vote`); a plan only
