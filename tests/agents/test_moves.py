@@ -764,3 +764,12 @@ def test_a_reason_backs_only_the_side_it_argues() -> None:
     assert {m.reason.kind for m in defences if m.target == 5} == {"claim"}
     assert all(m.reason.kind == "claim" or (m.reason.kind == "result" and m.reason.result
                and m.reason.result.kind == "innocent") for m in defences)
+    # a claim the dead have disproved defends no one (seen in a lobby: "Do not
+    # lynch Player 2. They claimed Jailor." after the real Jailor's death):
+    # Player 4 claims Doctor, and the Doctor (Player 3) is dead
+    claimed = day3_investigator(((4, "I am the Doctor."),)).memories[1]
+    assert "death" in {r.kind for r in reasons(claimed)[4]}
+    table = move_table(claimed)
+    assert not any(isinstance(m, Defend) and m.target == 4 for m in table.speak.values())
+    assert any(isinstance(m, Accuse) and m.target == 4 and m.reason.kind == "death"
+               for m in table.speak.values())

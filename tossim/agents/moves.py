@@ -527,17 +527,18 @@ def move_table(memory: SeatMemory) -> MoveTable:
                 lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
     group("lie", "lie ", lies)
     # a reason backs only the side it argues: a claim alone is no charge,
-    # and only a claim or a clearing result is a defence (seen in the demo:
-    # "Do not lynch Player 1. They voted for Player 11 on Day 2." and, in a
-    # lobby, "Something is off about Player 2; they claimed Jailor.")
+    # and only a claim no death has disproved or a clearing result is a
+    # defence (seen in the demo: "Do not lynch Player 1. They voted for
+    # Player 11 on Day 2."; in a lobby: "Something is off about Player 2;
+    # they claimed Jailor.", and "Do not lynch Player 2. They claimed
+    # Jailor." after the real Jailor's death)
     why = reasons(memory)
     for s in others:
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
     for s in living:
         group("defend", f"defend {name(s)}: ",
-              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if r.kind == "claim" or (
-                  r.kind == "result" and r.result is not None and r.result.kind == "innocent")})
+              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
     # goes to Player 5." right after voting against Player 14), one that has
     # said its plan today repeats it (`announced_vote`); a plan only
@@ -597,6 +598,16 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
         else:
             out.append(c)
     return out
+
+
+def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
+    """Whether `reason` speaks for its player: a claim that no death of the
+    claimed role has disproved (`known`: every reason about them), or the
+    seat's result that they are not suspicious."""
+    if reason.kind == "claim":
+        return not any(r.kind == "death" for r in known)
+    return reason.kind == "result" and reason.result is not None \
+        and reason.result.kind == "innocent"
 
 
 def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
