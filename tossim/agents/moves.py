@@ -509,7 +509,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a result is reported once a day (seen in a lobby: "Results: Player 4 is
     # not suspicious." in the discussion and again in the vote)
     group("report", "report ", {p: Report(r) for p, r in latest.items()
-                                if r.sentence(name) not in today})
+                                if r.sentence(memory.name) not in today})
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
@@ -559,11 +559,12 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5)
     askable = living if memory.phase != "night" else [
         s for s in living if s == memory.you.prisoner]
-    if not any(r.sentence(name) not in spoken for r in mine):
+    # (what was said is compared as `render` wrote it: with the names unescaped)
+    if not any(r.sentence(memory.name) not in spoken for r in mine):
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
-                   if q.format(name=name(s)) not in spoken
+                   if q.format(name=memory.name(s)) not in spoken
                    and not (t == "role" and s in claimed)})
     for r_name in claims:
         true = r_name == own_role
