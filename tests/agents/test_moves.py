@@ -22,6 +22,7 @@ from tossim.agents.moves import (
     Ask,
     ClaimRole,
     Defend,
+    Reason,
     Report,
     VotePlan,
     WillMove,
@@ -773,3 +774,19 @@ def test_a_reason_backs_only_the_side_it_argues() -> None:
     assert not any(isinstance(m, Defend) and m.target == 4 for m in table.speak.values())
     assert any(isinstance(m, Accuse) and m.target == 4 and m.reason.kind == "death"
                for m in table.speak.values())
+
+
+def test_a_call_to_vote_binds_the_seats_vote() -> None:
+    """Seen in the lobby journey: "Vote Player 4! They have not claimed a
+    role." and then a vote against Alice. An accusation's call to vote is
+    the seat's plan for the day: its vote and later plans hold to it, until
+    it says another."""
+    said = render(Accuse(4, Reason("no_claim", 4)), day3_investigator().memories[7].names,
+                  random.Random(3))
+    assert "Vote Player 4!" in said
+    memory = day3_investigator(((7, said),)).memories[7]
+    assert announced_vote(memory) == 4 and votable(memory) == ["Player 4"]
+    memory = day3_investigator(((7, said), (7, "My vote goes to Player 6."))).memories[7]
+    assert announced_vote(memory) == 6 and votable(memory) == ["Player 6"]
+    # a call to vote Player 1 is not one to vote Player 10
+    assert announced_vote(day3_investigator(((7, "Vote Player 1!"),)).memories[7]) == 1

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tossim.agents import claims as cv
+from tossim.agents.moves import DEFEND_WORDINGS, VOTE_PLAN_WORDINGS
 from tossim.agents.turn_records import abstention
 from tossim.inference.registry import unavailable_reason
 
@@ -80,6 +83,11 @@ async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
     said = [(e["data"]["author"], e["data"]["text"]) for e in events
             if e["key"] == "chat.public" and e["data"]["author"] in MODELS]
     print(f"model seats' public lines: {said}")
+    # and they play as they speak: a vote goes to the player the seat said it
+    # would vote for, never to one it spoke up for that day, and a role is
+    # claimed once a day (seen in lobbies: a plan for Player 4 and a vote for
+    # Player 5; "Time to claim. I am the Doctor." twice on one day)
+    assert not broken_words(events), broken_words(events)
     origins = {origin for _, origin, _ in await server.store.commands(game_id)}
     for slot in MODELS:
         turns = await server.store.turns(game_id, slot)
@@ -95,6 +103,52 @@ async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
     texts = {s["day"]: s["text"] for s in summary["summaries"]}
     assert {1, 2} <= set(texts), texts
     assert all(len(t.split()) >= 3 for t in texts.values()), texts
+
+
+def broken_words(events: list[dict[str, Any]]) -> list[str]:
+    """What the model seats did against their own public words, in order:
+    a vote for another player than the plan (or call to vote) the seat said
+    that day, a vote
+    for a player it defended that day, a role claimed twice in one day."""
+    names = {1: "Alice", **{s: f"Player {s}" for s in range(2, 8)}}
+    slot_of = {n: s for s, n in names.items()}
+    who = "(?P<who>" + "|".join(re.escape(n) for n in names.values()) + ")"
+
+    def pattern(wording: str) -> re.Pattern[str]:
+        rx = re.escape(wording)
+        for field in ("name", "who"):
+            rx = rx.replace(re.escape("{" + field + "}"), who)
+        return re.compile(rx.replace(re.escape("{why}"), ".*").replace(re.escape("{Why}"), ".*"))
+
+    plans = [pattern(w) for w in (*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}"))]
+    defences = [pattern(w) for w in DEFEND_WORDINGS]
+    vocab = cv.vocabulary(tuple(names[s] for s in sorted(names)))
+    plan: dict[tuple[int, int], int] = {}
+    trusted: dict[tuple[int, int], set[int]] = {}
+    claimed: dict[tuple[int, int], int] = {}
+    out = []
+    for e in events:
+        d, key = e["data"], (e["data"].get("author") or e["data"].get("voter"), e["day"])
+        if e["key"] == "chat.public" and key[0] in MODELS:
+            text = d["text"]
+            for rx in plans:
+                if (m := rx.search(text)):
+                    plan[key] = slot_of[m["who"]]
+            for rx in defences:
+                if (m := rx.search(text)):
+                    trusted.setdefault(key, set()).add(slot_of[m["who"]])
+            claims = sum(c.kind == cv.ROLE for c in vocab.parse(text))
+            claimed[key] = claimed.get(key, 0) + claims
+            if claims and claimed[key] > 1:
+                out.append(f"Player {key[0]} claimed again on Day {key[1]}: {text!r}")
+        elif e["key"] == "vote.cast" and key[0] in MODELS:
+            if key in plan and d["target"] != plan[key]:
+                out.append(f"Player {key[0]} said it would vote {names[plan[key]]} "
+                           f"and voted {names[d['target']]} on Day {key[1]}")
+            if d["target"] in trusted.get(key, ()):
+                out.append(f"Player {key[0]} defended {names[d['target']]} "
+                           f"and voted them on Day {key[1]}")
+    return out
 
 
 async def lobby_game(server: Server, seats: list[dict[str, Any]]) -> tuple[str, str]:

@@ -426,7 +426,8 @@ def _heads(wordings: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-_VOTE_PLAN_HEADS = _heads(VOTE_PLAN_WORDINGS)
+# a plan, or an accusation's call to vote ("Vote Player 4! ...", `render`)
+_VOTE_PLAN_HEADS = _heads((*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}")))
 _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
 
 
@@ -453,9 +454,10 @@ def own_public_lines(memory: SeatMemory) -> list[tuple[int, str]]:
 
 def announced_vote(memory: SeatMemory) -> int | None:
     """The living player this seat said today it would vote for (its latest
-    vote plan in the public chat), so that its vote and its later plans hold
-    to it (seen in the demo: "My vote goes to Player 4." and then a vote
-    against Player 12)."""
+    vote plan or call to vote in the public chat), so that its vote and its
+    later plans hold to it (seen in the demo: "My vote goes to Player 4."
+    and then a vote against Player 12; in the lobby journey: "Vote Player 4!
+    They have not claimed a role." and then a vote against Alice)."""
     if memory.phase not in VOTE_PLAN_PHASES:
         return None
     said = _said_today(memory, _VOTE_PLAN_HEADS)
