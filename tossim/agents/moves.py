@@ -333,12 +333,15 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None) -> lis
     return [said] if said in covers else covers
 
 
-def reasons(memory: SeatMemory) -> dict[int, list[Reason]]:
+def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | None = None,
+            results: Sequence[Result] | None = None) -> dict[int, list[Reason]]:
     """For every living player but the seat: reasons taken from the game, in
-    a fixed order (results, wills, deaths, claims, votes; `no_claim` last)."""
+    a fixed order (results, wills, deaths, claims, votes; `no_claim` last).
+    `claimed` (`_claims`) and `results` (`own_results`): already read by the
+    caller, so the events are not walked again."""
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     out: dict[int, list[Reason]] = {s: [] for s in living}
-    for r in own_results(memory):
+    for r in own_results(memory) if results is None else results:
         about = [r.target] + ([r.visitor] if r.visitor is not None else [])
         for s in about:
             if s in out:
@@ -349,7 +352,7 @@ def reasons(memory: SeatMemory) -> dict[int, list[Reason]]:
         for s in out:
             if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
                 out[s].append(Reason("will", s, other=p.slot))
-    claimed = _claims(memory)
+    claimed = _claims(memory) if claimed is None else claimed
     for s, said in claimed.items():
         if s not in out:
             continue
@@ -431,25 +434,23 @@ _VOTE_PLAN_HEADS = _heads((*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}")))
 _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
 
 
+def own_public_lines(memory: SeatMemory, day: int | None = None) -> list[tuple[int, str]]:
+    """What this seat has said in the public chat, this game or on `day`:
+    (day, text), oldest first."""
+    events = memory.events if day is None else memory.chat(day)
+    return [(e["day"], str(e["data"].get("text", ""))) for e in events
+            if e["key"] == "chat.public" and e["data"].get("author") == memory.slot]
+
+
 def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[int]:
     """The living players this seat's public lines of today named in one of
     the wordings whose `_heads` these are, newest first."""
     said = {before + display_name(p.name) + after: p.slot
             for p in memory.living() if p.slot != memory.slot for before, after in heads}
-    out = []
-    for e in reversed(memory.chat(memory.day)):
-        data = e["data"]
-        if e["key"] == "chat.public" and data.get("author") == memory.slot:
-            text = data.get("text", "")
-            out += [slot for sentence, slot in said.items() if sentence in text]
-    return out
+    return [slot for _day, text in reversed(own_public_lines(memory, memory.day))
+            for sentence, slot in said.items() if sentence in text]
 
 
-def own_public_lines(memory: SeatMemory) -> list[tuple[int, str]]:
-    """What this seat has said in the public chat this game: (day, text),
-    oldest first."""
-    return [(e["day"], str(e["data"].get("text", ""))) for e in memory.events
-            if e["key"] == "chat.public" and e["data"].get("author") == memory.slot]
 
 
 def announced_vote(memory: SeatMemory) -> int | None:
@@ -534,7 +535,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # Player 11 on Day 2."; in a lobby: "Something is off about Player 2;
     # they claimed Jailor.", and "Do not lynch Player 2. They claimed
     # Jailor." after the real Jailor's death)
-    why = reasons(memory)
+    why = reasons(memory, claimed, mine)
     for s in others:
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
