@@ -790,3 +790,28 @@ def test_a_call_to_vote_binds_the_seats_vote() -> None:
     assert announced_vote(memory) == 6 and votable(memory) == ["Player 6"]
     # a call to vote Player 1 is not one to vote Player 10
     assert announced_vote(day3_investigator(((7, "Vote Player 1!"),)).memories[7]) == 1
+
+
+def test_a_counter_claim_of_a_unique_role_is_a_charge() -> None:
+    """Noticed in a lobby: a real Investigator defended another Investigator
+    claimant. Two claims of a unique role cannot both be true, so a seat
+    that holds or has claimed it accuses the other claimant, and never
+    defends them by that claim; a seat that holds neither claim says
+    nothing of it."""
+    t = day3_investigator(((2, "I am the Mayor."), (6, "I am the Mayor.")))
+    first = t.memories[2]  # the Godfather, whose cover is the Mayor
+    assert "counter" in {r.kind for r in reasons(first)[6]}
+    table = move_table(first)
+    charges = [m for m in table.speak.values()
+               if isinstance(m, Accuse) and m.target == 6 and m.reason.kind == "counter"]
+    assert charges and not any(isinstance(m, Defend) and m.target == 6
+                               for m in table.speak.values())
+    said = render(charges[0], first.names, random.Random(1))
+    assert "They claimed Mayor, but I am the Mayor." in said
+    assert "counter" not in {r.kind for r in reasons(t.memories[1])[6]}
+    # a role that is not unique (two Investigators can be dealt) is no
+    # counter-claim, even to the seat that holds it
+    investigator = day3_investigator(((6, "I am the Investigator."),)).memories[7]
+    assert investigator.you.role == "Investigator"
+    assert "claim" in {r.kind for r in reasons(investigator)[6]}
+    assert "counter" not in {r.kind for r in reasons(investigator)[6]}

@@ -112,3 +112,34 @@ def test_a_second_turn_that_runs_past_the_deadline_keeps_the_first_turns_action(
     assert any(a.kind == "vote" and 4 in a.targets for a in memory.legal)
     assert asyncio.run(go()) == [vote]
     assert len(calls) == 2  # the speech turn was played, and stopped at the deadline
+
+
+def test_a_second_turn_knows_the_line_its_first_turn_said() -> None:
+    """Seen in a lobby: a Mafia seat said "I am the Investigator." and, in
+    the same Discussion, wrote the will "I am the Medium.": the will's turn
+    read the chat before the engine had the line. The second turn sees the
+    line as said; the next View replaces it with the engine's, once."""
+    from tossim.agents.llm_seat import play_phase
+    from tossim.agents.memory import SeatMemory
+    from tossim.agents.moves import own_claim, own_public_lines
+
+    g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
+    memory = SeatMemory(7)
+    memory.update(view(g, Viewer.player(7)))
+    assert own_claim(memory) is None
+    seen: list[tuple[str | None, list[tuple[int, str]]]] = []
+
+    async def turn() -> Chat | WriteWill:
+        if memory.legal and all(a.kind == "chat" for a in memory.legal):
+            return Chat(7, "I am the Investigator.")
+        seen.append((own_claim(memory), own_public_lines(memory, 1)))
+        return WriteWill(7, "I am the Investigator.")
+
+    cmds = asyncio.run(play_phase(memory, turn, act_first=True))
+    assert cmds == [Chat(7, "I am the Investigator."), WriteWill(7, "I am the Investigator.")]
+    assert seen == [("Investigator", [(1, "I am the Investigator.")])]
+    for cmd in cmds:
+        apply(g, cmd)
+    memory.update(view(g, Viewer.player(7)))
+    assert own_public_lines(memory, 1) == [(1, "I am the Investigator.")]
+    assert not any(e.get("unsent") for e in memory.events)

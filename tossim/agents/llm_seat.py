@@ -27,7 +27,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
-from tossim.engine.commands import Command, Vote, WriteDeathNote, WriteWill
+from tossim.engine.commands import Chat, Command, Vote, WriteDeathNote, WriteWill
 from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -88,11 +88,27 @@ async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command
     if first is None or not rest or (
             deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
         return cmds
+    _remember(memory, first, full)
     memory.legal = rest
-    if isinstance(first, Vote):  # the second turn knows the vote it just cast
-        memory.you = replace(memory.you, vote=first.target)
     second = await _in_time(turn, deadline)
     return cmds + ([second] if second is not None else [])
+
+
+def _remember(memory: SeatMemory, first: Command, legal: list[LegalAction]) -> None:
+    """What a phase's second turn must know of its first, whose command the
+    engine has not seen yet: the vote just cast, the will or note just
+    written, and the line just said in public (seen in a lobby: a Mafia
+    seat's "I am the Investigator." and then, in the same Discussion, the
+    will "I am the Medium.")."""
+    if isinstance(first, Vote):
+        memory.you = replace(memory.you, vote=first.target)
+    elif isinstance(first, WriteWill):
+        memory.you = replace(memory.you, will=first.text)
+    elif isinstance(first, WriteDeathNote):
+        memory.you = replace(memory.you, death_note=first.text)
+    elif (isinstance(first, Chat) and first.channel in (None, "public")
+          and public_chat(legal) and memory.phase != "night"):
+        memory.say_public(first.text)
 
 
 async def _in_time(turn: Callable[[], Awaitable[Command | None]],
@@ -117,10 +133,7 @@ async def _phase_commands(memory: SeatMemory, turn: Callable[[], Awaitable[Comma
         return cmds
     if not phase_action_left(memory.legal, memory.you):
         return cmds
-    if isinstance(first, WriteWill):
-        memory.you = replace(memory.you, will=first.text)
-    elif isinstance(first, WriteDeathNote):
-        memory.you = replace(memory.you, death_note=first.text)
+    _remember(memory, first, memory.legal)
     memory.legal = phase_actions_only(memory.legal)
     second = await _in_time(turn, deadline)
     return cmds + ([second] if second is not None else [])

@@ -58,7 +58,10 @@ class SeatMemory:
 
     # ---- input ---------------------------------------------------------------------
     def update(self, obs: View) -> None:
-        """Add one observation (its events are those since the previous one)."""
+        """Add one observation (its events are those since the previous one).
+        Lines kept by `say_public` give way to what the engine made of them."""
+        while self.events and self.events[-1].get("unsent"):
+            self.events.pop()
         last = self.events[-1]["v"] if self.events else 0
         for e in obs.events:
             if e["v"] > last:
@@ -70,6 +73,17 @@ class SeatMemory:
         self.trial = dict(obs.trial)
         self.day, self.phase, self.phase_seq = obs.day, obs.phase, obs.phase_seq
         self.version, self.result = obs.version, obs.result
+
+    def say_public(self, text: str) -> None:
+        """Keep a public line this seat has just chosen to say, until the next
+        observation shows it: a phase's later turn reads its own claims and
+        plans from the chat (docs/agents.md, "The phase's action"). It takes
+        the version of the newest event, so it is never new to a turn."""
+        self.events.append({
+            "v": self.events[-1]["v"] if self.events else 0, "day": self.day,
+            "phase": self.phase, "key": "chat.public", "audience": "public",
+            "text": f"{self.you.name or self.name(self.slot)}: {text}",
+            "data": {"author": self.slot, "text": text}, "unsent": True})
 
     def end_turn(self) -> None:
         """Mark everything seen so far as shown (the next turn's event log starts here)."""

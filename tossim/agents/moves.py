@@ -113,7 +113,9 @@ class Result:
 @dataclass(frozen=True)
 class Reason:
     """Why a player is accused or defended, taken from the seat's game:
-    `kind` vote | claim | result | will | death | no_claim; `about` the player."""
+    `kind` vote | claim | result | will | death | counter | no_claim; `about`
+    the player. `death` and `counter` disprove a claim: the claimed role has
+    died, or it is a unique role this seat holds or has claimed."""
 
     kind: str
     about: int
@@ -133,6 +135,8 @@ class Reason:
             return f"they claimed {self.role}"
         if self.kind == "death":
             return f"they claimed {self.role}, but the {self.role} is dead"
+        if self.kind == "counter":
+            return f"they claimed {self.role}, but I am the {self.role}"
         if self.kind == "will":
             return f"{name(self.other or 0)}'s will names them"
         if self.kind == "result" and self.result is not None:
@@ -353,12 +357,15 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
             if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
                 out[s].append(Reason("will", s, other=p.slot))
     claimed = _claims(memory) if claimed is None else claimed
+    mine = own_claim(memory, claimed.get(memory.slot)) or memory.you.role
     for s, said in claimed.items():
         if s not in out:
             continue
         day, role = said[-1]
         if role in dead_roles and role not in ("Mafioso", "Vigilante", "Veteran"):
             out[s].append(Reason("death", s, day, role=role))
+        elif role == mine and _unique(role):
+            out[s].append(Reason("counter", s, day, role=role))
         out[s].append(Reason("claim", s, day, role=role))
     lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
     guilty: list[int] = []  # guilty verdicts of the current trial (before its outcome)
@@ -604,12 +611,18 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
     return out
 
 
+def _unique(role: str) -> bool:
+    """Whether a role exists once a game, so two claims of it cannot both be true."""
+    spec = find_role(role)
+    return spec is not None and spec.unique
+
+
 def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
-    """Whether `reason` speaks for its player: a claim that no death of the
-    claimed role has disproved (`known`: every reason about them), or the
-    seat's result that they are not suspicious."""
+    """Whether `reason` speaks for its player: a claim that neither a death
+    nor the seat's own unique role has disproved (`known`: every reason
+    about them), or the seat's result that they are not suspicious."""
     if reason.kind == "claim":
-        return not any(r.kind == "death" for r in known)
+        return not any(r.kind in ("death", "counter") for r in known)
     return reason.kind == "result" and reason.result is not None \
         and reason.result.kind == "innocent"
 
