@@ -815,3 +815,48 @@ def test_a_counter_claim_of_a_unique_role_is_a_charge() -> None:
     assert investigator.you.role == "Investigator"
     assert "claim" in {r.kind for r in reasons(investigator)[6]}
     assert "counter" not in {r.kind for r in reasons(investigator)[6]}
+
+
+def test_a_seat_that_voted_calls_for_that_vote_only() -> None:
+    """Seen in a lobby: a vote against Player 6, then "Vote Player 7! I say
+    this because they voted for Player 6 on Day 2." Once a seat has voted or
+    said its plan today, its calls to vote name that player and it speaks
+    up for anyone else."""
+    t = day3_investigator()
+    apply(t.game, Vote(5, 6))  # a reason to accuse Player 5
+    apply(t.game, Vote(7, 4))
+    t.observe()
+    memory = t.memories[7]
+    assert memory.you.vote == 4 and "vote" in {r.kind for r in reasons(memory)[5]}
+    speak = move_table(memory).speak.values()
+    assert {m.target for m in speak if isinstance(m, Accuse)} == {4}
+    assert not any(isinstance(m, Defend) and m.target == 4 for m in speak)
+    # before its vote, a plan said today binds its calls the same way
+    planned = day3_investigator(((7, "My vote goes to Player 6."),)).memories[7]
+    assert {m.target for m in move_table(planned).speak.values()
+            if isinstance(m, Accuse)} == {6}
+    free = day3_investigator().memories[7]
+    assert len({m.target for m in move_table(free).speak.values()
+                if isinstance(m, Accuse)}) > 1
+
+
+def test_a_will_already_written_is_not_offered_again() -> None:
+    """Seen in a lobby: an Investigator seat rewrote the same will in every
+    phase, a turn each time. A will that would not change is no choice;
+    once a new result comes, the will that adds it is."""
+    from tossim.agents.moves import rewrites
+
+    t = day3_investigator()
+    memory = t.memories[7]
+    table = move_table(memory)
+    current = render(table.will["Investigator"], memory.names)
+    assert "Investigator" in rewrites(memory, table, "will")
+    apply(t.game, WriteWill(7, current))
+    t.observe()
+    memory = t.memories[7]
+    assert memory.you.will == current
+    table = move_table(memory)
+    assert rewrites(memory, table, "will") == []
+    wills = [c for c in structured_choices(memory, turn_choices(
+        memory.legal, memory.names, (), False, True), table) if c.tag == "will"]
+    assert wills == []

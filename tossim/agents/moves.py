@@ -543,19 +543,23 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # they claimed Jailor.", and "Do not lynch Player 2. They claimed
     # Jailor." after the real Jailor's death)
     why = reasons(memory, claimed, mine)
-    for s in others:
-        group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
-    for s in living:
-        group("defend", f"defend {name(s)}: ",
-              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
     # goes to Player 5." right after voting against Player 14), one that has
     # said its plan today repeats it (`announced_vote`); a plan only
     # while a lynch vote is ahead or open (seen: "My vote goes to Player 10."
-    # on Day 1, which has no vote, and during a Judgement)
+    # on Day 1, which has no vote, and during a Judgement). Its calls to vote
+    # name the same player (seen in a lobby: a vote against Player 6, then
+    # "Vote Player 7! ..."), and it speaks up for anyone but that player
+    plan: int | None = None
     if memory.phase in VOTE_PLAN_PHASES:
         plan = memory.you.vote if memory.you.vote in others else announced_vote(memory)
+    for s in [plan] if plan is not None and plan in others else others:
+        group("accuse", f"accuse {name(s)}: ",
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
+    for s in (s for s in living if s != plan):
+        group("defend", f"defend {name(s)}: ",
+              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
+    if memory.phase in VOTE_PLAN_PHASES:
         trusted = defended_today(memory)
         planned = ([plan] if plan in others
                    else [s for s in others if s not in trusted] or others)
@@ -586,14 +590,25 @@ def move_table(memory: SeatMemory) -> MoveTable:
 
 # ---- grammar ---------------------------------------------------------------------------
 
+def rewrites(memory: SeatMemory, table: MoveTable, tag: str) -> list[str]:
+    """The `will` or `death_note` options that would change what the seat
+    has written: one it has already written is no move (seen in a lobby: an
+    Investigator rewrote the same will in every phase, a turn each time)."""
+    now = (memory.you.will if tag == "will" else memory.you.death_note).strip()
+    return [text for text, move in getattr(table, tag).items()
+            if render(move, memory.names).strip() != now]
+
+
 def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
                        table: MoveTable | None = None) -> list[Choice]:
     """`choices` (the turn's final actions) with free text replaced by moves:
     `speak` becomes one choice per move group (its literal head, then one of
     its options), `will` a role to claim, `death_note` one of DEATH_NOTES;
-    `whisper` (free text only) is left out."""
+    `whisper` (free text only) is left out, and so is a will or note that
+    would not change (`rewrites`) unless nothing else is left."""
     table = table or move_table(memory)
     out: list[Choice] = []
+    kept: list[Choice] = []  # what a turn with nothing new to write may still do
     for c in choices:
         if c.tag == "whisper":
             continue
@@ -602,13 +617,14 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
                 out.append(Choice("speak", "final", "move",
                                   body=(Part("lit", head), Part("opt", options=options))))
         elif c.tag in ("will", "death_note"):
-            options = tuple(getattr(table, c.tag))
-            out.append(Choice(c.tag, "final", "move", body=(Part("opt", options=options),)))
+            fresh = tuple(rewrites(memory, table, c.tag))
+            (out if fresh else kept).append(Choice(c.tag, "final", "move", body=(
+                Part("opt", options=fresh or tuple(getattr(table, c.tag))),)))
         elif c.tag == "vote":
             out.append(vote_choice(memory, c))
         else:
             out.append(c)
-    return out
+    return out or kept
 
 
 def _unique(role: str) -> bool:
@@ -770,7 +786,7 @@ def action_lines(memory: SeatMemory, tag: str, protocol: str = "xml",
         return f"<{tag}>{text}</{tag}>"
 
     if tag in ("will", "death_note"):
-        opts = list(getattr(table, tag))
+        opts = rewrites(memory, table, tag)
         if not opts:
             return []
         pick = (memory.you.role if tag == "will" and memory.you.role in opts
