@@ -41,7 +41,7 @@ from tossim.agents.moves import (
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
 from tossim.engine import Chat, Command, GameConfig, View, Viewer, apply, new_game, view
-from tossim.engine.commands import Vote, WriteDeathNote, WriteWill
+from tossim.engine.commands import Judge, Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
 
@@ -860,3 +860,28 @@ def test_a_will_already_written_is_not_offered_again() -> None:
     wills = [c for c in structured_choices(memory, turn_choices(
         memory.legal, memory.names, (), False, True), table) if c.tag == "will"]
     assert wills == []
+
+
+def test_a_verdict_cast_binds_what_the_seat_says_of_the_accused() -> None:
+    """Seen in a lobby: a guilty verdict on Player 7, then "Leave Player 7
+    alone: they claimed Sheriff." After a guilty verdict the seat does not
+    defend the accused; after an innocent one it does not charge them."""
+    t = day3_investigator()
+    for voter in (1, 2, 5, 6):
+        apply(t.game, Vote(voter, 4))
+    t.timeout()  # Defense -> Judgement
+    assert t.game.phase.value == "judgement" and t.game.accused == 4
+    apply(t.game, Judge(7, "guilty"))
+    apply(t.game, Judge(5, "innocent"))
+    t.observe()
+    guilty, innocent = t.memories[7], t.memories[5]
+    assert guilty.you.verdict == "guilty" and innocent.you.verdict == "innocent"
+
+    def said_of_4(memory: SeatMemory) -> set[str]:
+        return {m.kind for m in move_table(memory).speak.values()
+                if isinstance(m, (Accuse, Defend)) and m.target == 4}
+
+    assert said_of_4(guilty) == {"accuse"}  # Player 4's Doctor claim: the Doctor died
+    assert "accuse" not in said_of_4(innocent)
+    undecided = t.memories[1]
+    assert undecided.you.verdict is None and "accuse" in said_of_4(undecided)

@@ -27,7 +27,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
-from tossim.engine.commands import Chat, Command, Vote, WriteDeathNote, WriteWill
+from tossim.engine.commands import Chat, Command, Judge, Vote, WriteDeathNote, WriteWill
 from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -96,12 +96,14 @@ async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command
 
 def _remember(memory: SeatMemory, first: Command, legal: list[LegalAction]) -> None:
     """What a phase's second turn must know of its first, whose command the
-    engine has not seen yet: the vote just cast, the will or note just
+    engine has not seen yet: the vote or verdict just cast, the will or note just
     written, and the line just said in public (seen in a lobby: a Mafia
     seat's "I am the Investigator." and then, in the same Discussion, the
     will "I am the Medium.")."""
     if isinstance(first, Vote):
         memory.you = replace(memory.you, vote=first.target)
+    elif isinstance(first, Judge):
+        memory.you = replace(memory.you, verdict=first.verdict)
     elif isinstance(first, WriteWill):
         memory.you = replace(memory.you, will=first.text)
     elif isinstance(first, WriteDeathNote):

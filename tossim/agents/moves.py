@@ -550,13 +550,21 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # on Day 1, which has no vote, and during a Judgement). Its calls to vote
     # name the same player (seen in a lobby: a vote against Player 6, then
     # "Vote Player 7! ..."), and it speaks up for anyone but that player
+    # A verdict cast binds the same way: no defence of the accused after
+    # "guilty", no charge after "innocent" (seen in a lobby: a guilty
+    # verdict, then "Leave Player 7 alone: they claimed Sheriff.")
     plan: int | None = None
     if memory.phase in VOTE_PLAN_PHASES:
         plan = memory.you.vote if memory.you.vote in others else announced_vote(memory)
+    accused = memory.trial.get("accused") if memory.phase == "judgement" else None
+    spared = accused if memory.you.verdict == "innocent" else None
+    condemned = accused if memory.you.verdict == "guilty" else plan
     for s in [plan] if plan is not None and plan in others else others:
+        if s == spared:
+            continue
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
-    for s in (s for s in living if s != plan):
+    for s in (s for s in living if s != condemned):
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     if memory.phase in VOTE_PLAN_PHASES:
