@@ -85,7 +85,7 @@ def consigliere(n: Night, act: Act) -> None:
     if not n.visit(act.actor, house):
         return
     role = ROLES[n.apparent_role(house)]
-    n.msg(act.actor, "night.consigliere", {"target": house, "role": role.name},
+    n.msg(act.actor, "night.consigliere", {"target": act.target, "role": role.name},
           flavour=role.flavour, role=role.name)
 
 

@@ -118,7 +118,7 @@ def interrogate(n: Night, act: Act) -> None:
     else:
         key = "night.sheriff_innocent_modern" if modern else "night.sheriff_innocent"
         result = "not_suspicious"
-    n.msg(act.actor, key, {"target": house, "result": result})
+    n.msg(act.actor, key, {"target": act.target, "result": result})
 
 
 # Role.suspicious -> the classic Sheriff message key suffix (rules reference A4)
@@ -132,7 +132,7 @@ def investigate(n: Night, act: Act) -> None:
         return
     n.investigated.add(house)
     group = n.apparent_group(house)
-    n.msg(act.actor, "night.investigator", {"target": house, "roles": list(group)},
+    n.msg(act.actor, "night.investigator", {"target": act.target, "roles": list(group)},
           first=group[0], second=group[1], third=group[2])
 
 
@@ -141,14 +141,16 @@ def watch(n: Night, act: Act) -> None:
     house = n.redirect(act.target)
     if not n.visit(act.actor, house):
         return
-    n.push(Act(act.actor, REPORT, (house,)))  # reported after every visit of the night
+    # reported after every visit of the night: who visited the house, said
+    # of the player the Lookout chose
+    n.push(Act(act.actor, REPORT, (house, act.target)))
 
 
 @handler("lookout_report")
 def lookout_report(n: Night, act: Act) -> None:
-    house = act.target
+    house, chosen = act.targets[0], act.targets[-1]
     for v in sorted({v for v, h in n.visits if h == house and v != act.actor}):
-        n.msg(act.actor, "night.lookout", {"visitor": v, "target": house},
+        n.msg(act.actor, "night.lookout", {"visitor": v, "target": chosen},
               visitor=n.name(v))
 
 
