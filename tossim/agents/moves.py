@@ -357,7 +357,7 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
             if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
                 out[s].append(Reason("will", s, other=p.slot))
     claimed = _claims(memory) if claimed is None else claimed
-    mine = own_claim(memory, claimed.get(memory.slot)) or memory.you.role
+    mine = own_claim(memory, claimed.get(memory.slot, ())) or memory.you.role
     for s, said in claimed.items():
         if s not in out:
             continue
@@ -549,7 +549,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # while a lynch vote is ahead or open (seen: "My vote goes to Player 10."
     # on Day 1, which has no vote, and during a Judgement). Its calls to vote
     # name the same player (seen in a lobby: a vote against Player 6, then
-    # "Vote Player 7! ..."), and it speaks up for anyone but that player
+    # "Vote Player 7! ..."), and it speaks up for anyone but that player.
     # A verdict cast binds the same way: no defence of the accused after
     # "guilty", no charge after "innocent" (seen in a lobby: a guilty
     # verdict, then "Leave Player 7 alone: they claimed Sheriff.")
