@@ -108,8 +108,9 @@ async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
 def broken_words(events: list[dict[str, Any]]) -> list[str]:
     """What the model seats did against their own public words, in order:
     a vote for another player than the plan (or call to vote) the seat said
-    that day, a vote
-    for a player it defended that day, a role claimed twice in one day."""
+    that day, a call to vote another player than the one it voted against
+    that day, a vote for a player it defended that day, a guilty verdict on
+    a player it defended in that trial, and a role claimed twice in one day."""
     names = {1: "Alice", **{s: f"Player {s}" for s in range(2, 8)}}
     slot_of = {n: s for s, n in names.items()}
     who = "(?P<who>" + "|".join(re.escape(n) for n in names.values()) + ")"
@@ -126,22 +127,37 @@ def broken_words(events: list[dict[str, Any]]) -> list[str]:
     plan: dict[tuple[int, int], int] = {}
     trusted: dict[tuple[int, int], set[int]] = {}
     claimed: dict[tuple[int, int], int] = {}
+    voted: dict[tuple[int, int], int] = {}
+    accused: int | None = None  # the player on trial now
+    spoke_for: dict[int, set[int]] = {}  # this trial: seat -> players it defended
     out = []
     for e in events:
         d, key = e["data"], (e["data"].get("author") or e["data"].get("voter"), e["day"])
-        if e["key"] == "chat.public" and key[0] in MODELS:
+        if e["key"] == "trial.start":
+            accused, spoke_for = d["accused"], {}
+        elif e["key"] == "chat.public" and key[0] in MODELS:
             text = d["text"]
             for rx in plans:
                 if (m := rx.search(text)):
                     plan[key] = slot_of[m["who"]]
+                    if key in voted and plan[key] != voted[key]:
+                        out.append(f"Player {key[0]} voted {names[voted[key]]} and then "
+                                   f"called to vote {m['who']} on Day {key[1]}: {text!r}")
             for rx in defences:
                 if (m := rx.search(text)):
                     trusted.setdefault(key, set()).add(slot_of[m["who"]])
+                    if e["phase"] == "judgement":
+                        spoke_for.setdefault(key[0], set()).add(slot_of[m["who"]])
             claims = sum(c.kind == cv.ROLE for c in vocab.parse(text))
             claimed[key] = claimed.get(key, 0) + claims
             if claims and claimed[key] > 1:
                 out.append(f"Player {key[0]} claimed again on Day {key[1]}: {text!r}")
+        elif e["key"] == "judge.vote" and key[0] in MODELS and d["verdict"] == "guilty" \
+                and accused is not None and accused in spoke_for.get(key[0], ()):
+            out.append(f"Player {key[0]} defended {names[accused]} in their trial "
+                       f"and voted guilty on Day {key[1]}")
         elif e["key"] == "vote.cast" and key[0] in MODELS:
+            voted[key] = d["target"]
             if key in plan and d["target"] != plan[key]:
                 out.append(f"Player {key[0]} said it would vote {names[plan[key]]} "
                            f"and voted {names[d['target']]} on Day {key[1]}")
