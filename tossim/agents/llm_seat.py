@@ -108,8 +108,7 @@ def _remember(memory: SeatMemory, first: Command, legal: list[LegalAction]) -> N
         memory.you = replace(memory.you, will=first.text)
     elif isinstance(first, WriteDeathNote):
         memory.you = replace(memory.you, death_note=first.text)
-    elif (isinstance(first, Chat) and first.channel in (None, "public")
-          and public_chat(legal) and memory.phase != "night"):
+    elif isinstance(first, Chat) and first.channel in (None, "public") and public_chat(legal):
         memory.say_public(first.text)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tossim.engine.legal import LegalAction
+from tossim.engine.messages import render
 from tossim.engine.view import RosterEntry, SelfView, View
 
 CHAT_KEYS = frozenset({"chat.public", "chat.dead", "chat.mafia", "chat.jail", "chat.seance",
@@ -82,7 +83,7 @@ class SeatMemory:
         self.events.append({
             "v": self.events[-1]["v"] if self.events else 0, "day": self.day,
             "phase": self.phase, "key": "chat.public", "audience": "public",
-            "text": f"{self.you.name or self.name(self.slot)}: {text}",
+            "text": render("chat.public", {"author": self.name(self.slot), "text": text}),
             "data": {"author": self.slot, "text": text}, "unsent": True})
 
     def end_turn(self) -> None:

@@ -458,8 +458,6 @@ def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[in
             for sentence, slot in said.items() if sentence in text]
 
 
-
-
 def announced_vote(memory: SeatMemory) -> int | None:
     """The living player this seat said today it would vote for (its latest
     vote plan or call to vote in the public chat), so that its vote and its
