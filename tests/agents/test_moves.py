@@ -41,7 +41,7 @@ from tossim.agents.moves import (
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
 from tossim.engine import Chat, Command, GameConfig, View, Viewer, apply, new_game, view
-from tossim.engine.commands import Judge, Vote, WriteDeathNote, WriteWill
+from tossim.engine.commands import Judge, NightAction, Vote, WriteDeathNote, WriteWill
 from tossim.engine.roles import ROLES
 from tossim.inference.catalogue import CatalogueError, ModelEntry, parse_catalogue
 
@@ -885,3 +885,26 @@ def test_a_verdict_cast_binds_what_the_seat_says_of_the_accused() -> None:
     assert "accuse" not in said_of_4(innocent)
     undecided = t.memories[1]
     assert undecided.you.verdict is None and "accuse" in said_of_4(undecided)
+
+
+def test_a_seat_stands_by_a_player_its_result_cleared() -> None:
+    """Seen in a lobby: a Sheriff seat found Player 4 not suspicious, then
+    said "Vote Player 4! They have not claimed a role." and voted against
+    Player 4, on Day 2 and again on Day 3. A player the seat's own result
+    cleared is neither charged nor planned nor voted against while anyone
+    else is left."""
+    from tossim.agents.moves import trusted
+
+    g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
+    t = Tracker(g, [1])
+    t.timeout()  # Night 1
+    apply(g, NightAction(1, (6,)))  # the Sheriff checks the Escort
+    t.timeout()  # Day 2
+    t.timeout()  # Voting
+    t.observe()
+    memory = t.memories[1]
+    assert memory.phase == "voting" and 6 in trusted(memory)
+    speak = move_table(memory).speak.values()
+    assert not any(isinstance(m, (Accuse, VotePlan)) and m.target == 6 for m in speak)
+    assert any(isinstance(m, Accuse) for m in speak)
+    assert "Player 6" not in votable(memory) and votable(memory)

@@ -478,6 +478,17 @@ def defended_today(memory: SeatMemory) -> set[int]:
     return set(_said_today(memory, _DEFEND_HEADS))
 
 
+def trusted(memory: SeatMemory, results: Sequence[Result] | None = None) -> set[int]:
+    """The players this seat stands by now: those it spoke up for today
+    (`defended_today`) and those its own results found not suspicious. Its
+    calls to vote, vote plans, vote example and vote leave them out while
+    anyone else is left (seen in a lobby: a Sheriff seat found Player 4 not
+    suspicious, then said "Vote Player 4! They have not claimed a role." and
+    voted against Player 4). `results`: `own_results`, when already read."""
+    mine = own_results(memory) if results is None else results
+    return defended_today(memory) | {r.target for r in mine if r.kind == "innocent"}
+
+
 def _shown(memory: SeatMemory) -> Namer:
     names = memory.names
     return lambda s: display_name(names.get(s, f"Player {s}"))
@@ -557,7 +568,9 @@ def move_table(memory: SeatMemory) -> MoveTable:
     accused = memory.trial.get("accused") if memory.phase == "judgement" else None
     spared = accused if memory.you.verdict == "innocent" else None
     condemned = accused if memory.you.verdict == "guilty" else plan
-    for s in [plan] if plan is not None and plan in others else others:
+    trust = trusted(memory, mine)
+    for s in ([plan] if plan is not None and plan in others
+              else [s for s in others if s not in trust]):
         if s == spared:
             continue
         group("accuse", f"accuse {name(s)}: ",
@@ -566,9 +579,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     if memory.phase in VOTE_PLAN_PHASES:
-        trusted = defended_today(memory)
         planned = ([plan] if plan in others
-                   else [s for s in others if s not in trusted] or others)
+                   else [s for s in others if s not in trust] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     # a seat asks each question once a game, and none while it holds a
     # result it has not said in public (seen in a lobby: an Investigator
@@ -651,16 +663,17 @@ def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
 
 def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     """The vote's targets held to what this seat said today: only the player
-    it said it would vote for, else anyone but the players it spoke up for
-    while others are left. A seat that speaks in moves votes as it spoke
+    it said it would vote for, else anyone but the players it stands by
+    (`trusted`: spoken up for today, or found not suspicious) while others
+    are left. A seat that speaks in moves votes as it spoke
     (seen in a lobby: "I am voting Player 4 today." and then a vote against
     Player 5; "Leave Player 4 alone" and then a vote against Player 4)."""
     shown = _shown(memory)
     plan = announced_vote(memory)
     if plan is not None and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
-    trusted = {shown(s) for s in defended_today(memory)}
-    return replace(vote, options=tuple(o for o in vote.options if o not in trusted)
+    trust = {shown(s) for s in trusted(memory)}
+    return replace(vote, options=tuple(o for o in vote.options if o not in trust)
                    or vote.options)
 
 

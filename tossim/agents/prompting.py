@@ -253,11 +253,11 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
     # the vote example names the player the seat said it would vote for, and
-    # never one it spoke up for today while others are left: a small model
+    # never one it stands by (`moves.trusted`) while others are left: a small model
     # copies its example, so the seat's vote keeps its word
     plan = moves.announced_vote(memory)
     planned = escape_text(memory.name(plan)) if plan is not None else ""
-    trusted = {escape_text(memory.name(s)) for s in moves.defended_today(memory)}
+    trusted = {escape_text(memory.name(s)) for s in moves.trusted(memory)}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
