@@ -747,6 +747,41 @@ def test_at_night_only_a_jailor_asks_and_only_its_prisoner() -> None:
     assert asked(5) == set() and asked(2) == set()
 
 
+def test_a_false_claim_to_the_team_at_night_is_the_cover_for_tomorrow() -> None:
+    """Seen in a lobby: a Framer told its Godfather "I am the Investigator."
+    in the Mafia's night chat. Said to the team, a false claim is the cover
+    the seat will give tomorrow, and a defence of anyone is pointless there
+    (seen: "Do not lynch Player 3." to the Godfather); a jailed Mafioso's
+    claim to its Jailor is a claim."""
+    from tossim.agents.protocols import Parsed
+    from tossim.engine.commands import DayAction
+
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+    t = Tracker(g, list(range(1, 8)))
+    apply(g, Chat(3, "I am the Doctor."))
+    apply(g, DayAction(1, "jail", 4))
+    t.timeout()  # Night 1
+    t.observe()
+
+    def says(slot: int, seed: int) -> str:
+        memory = t.memories[slot]
+        assert memory.phase == "night"
+        parsed, move = speak_move(memory, Parsed("final", "speak", {"text": "claim Sheriff"}),
+                                  seed)
+        assert isinstance(move, ClaimRole) and not move.true
+        return str(parsed.args["text"])
+
+    cover = {says(2, seed) for seed in range(12)}
+    assert len(cover) > 1 and all("Sheriff" in s and "tomorrow" in s.lower() for s in cover), cover
+    assert not any("I am the" in s for s in cover)
+    jailed = {says(4, seed) for seed in range(12)}
+    assert all(s.endswith("I am the Sheriff.") for s in jailed), jailed
+    # nor does it speak up for anyone to its team (the jailed one may, to its Jailor)
+    assert not [m for m in move_table(t.memories[2]).speak.values() if isinstance(m, Defend)]
+    assert [m for m in move_table(t.memories[4]).speak.values() if isinstance(m, Defend)]
+
+
 def test_a_reason_backs_only_the_side_it_argues() -> None:
     """Seen in the demo: "Do not lynch Player 1. They voted for Player 11 on
     Day 2."; in a lobby: "Something is off about Player 2; they claimed

@@ -575,7 +575,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
             continue
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
-    for s in (s for s in living if s != condemned):
+    # nobody speaks up for a player to its own team at night (seen in a
+    # lobby: a Framer told its Godfather "Do not lynch Player 3. They
+    # claimed Investigator.")
+    for s in (s for s in living if s != condemned and not team_night(memory)):
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     if memory.phase in VOTE_PLAN_PHASES:
@@ -695,6 +698,12 @@ def parse_move(memory: SeatMemory, tag: str, text: str,
     return move
 
 
+def team_night(memory: SeatMemory) -> bool:
+    """Whether the seat's speech now goes to its own team: a night, out of
+    jail, with teammates (the Mafia's chat)."""
+    return memory.phase == "night" and bool(memory.you.teammates) and not memory.you.jailed
+
+
 def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parsed, Move]:
     """A parsed speech / will / death-note action whose text is a move ->
     the same action with the rendered sentence as its text, and the move.
@@ -702,8 +711,10 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     the same."""
     move = parse_move(memory, parsed.name, str(parsed.args.get("text", "")))
     again = isinstance(move, ClaimRole) and parsed.name == "speak" and claimed_before(memory, move)
+    # a false claim in the team's night chat is the cover for tomorrow (seen
+    # in a lobby: a Framer told its Godfather "I am the Investigator.")
     text = render(move, memory.names, random.Random(seed), again=again,
-                  no_vote=memory.phase not in VOTE_PLAN_PHASES)
+                  no_vote=memory.phase not in VOTE_PLAN_PHASES, cover=team_night(memory))
     return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
 
 
@@ -741,14 +752,15 @@ def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
 
 
 def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None,
-           again: bool = False, no_vote: bool = False) -> str:
+           again: bool = False, no_vote: bool = False, cover: bool = False) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
     them come from `talk.py`, picked with `rng` (`again`: a claim made on an
     earlier day already, `claimed_before`; `no_vote`: said where there is no
     lynch vote to call for (Day 1, a trial, a night chat: seen, a jailed
     seat's "Vote Player 4!" to its Jailor and a demo seat's on Day 1), so an
-    accusation is a suspicion). Without one a claim or a
+    accusation is a suspicion; `cover`: said to the seat's team at night, so
+    a false claim is the cover it will give tomorrow). Without one a claim or a
     result is the plain vocabulary sentence (the scripted bots add their own
     wording around it) and other moves take their first wording."""
     def name(s: int | None) -> str:
@@ -773,6 +785,8 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
         rng = random.Random(0)  # the first wording
 
     if isinstance(move, ClaimRole):
+        if cover and not move.true:
+            return talk.cover_plan(rng, move.role)
         intro = talk.claim_again(rng) if again else talk.claim_intro(rng, False)
         return intro + cv.say_role(move.role)
     if isinstance(move, Report):

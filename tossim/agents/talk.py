@@ -146,7 +146,7 @@ def accuse(rng: random.Random, name: str, reason: str) -> str:
 def suspect_aside(rng: random.Random, name: str, reason: str) -> str:
     """A softer word about someone (no call to vote yet)."""
     return pick(rng, (f"I am watching {name}: {reason}",
-                      f"{name}, explain yourself. {_cap(reason)}",
+                      f"{name} has some explaining to do. {_cap(reason)}",
                       f"Something is off about {name}; {reason}"))
 
 
@@ -211,6 +211,13 @@ def claim_intro(rng: random.Random, accused: bool) -> str:
                           "Okay, here it is. ", ""))
     return pick(rng, ("", "Time to claim. ", "For the record: ", "My claim: ",
                       "Here is mine. "))
+
+
+def cover_plan(rng: random.Random, role: str) -> str:
+    """A false claim told to the seat's own team at night: the cover it
+    will give the town, not a claim to teammates who know its role."""
+    return pick(rng, (f"Tomorrow I will claim {role}.", f"My cover tomorrow: {role}.",
+                      f"I will pose as the {role} tomorrow."))
 
 
 def claim_again(rng: random.Random) -> str:
