@@ -10,6 +10,7 @@ module's own).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from .test_web import (
 )
 
 pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api")
 # test_web's fixtures, imported so that pytest finds them here by name
 FIXTURES = (browser, page, quick_server, server, shots)
 
@@ -215,17 +217,27 @@ def test_play_again_offers_every_player_the_same_lobby(
     bob, bob_ctx = open_page(browser, base, 390, 844)
     try:
         ap, bp = alice.page, bob.page
-        gid = start_two_humans(ap, bp, base, "Bob the Baker")
-        # Bob says something on the first day
+        # (a deal where nobody dies on Night 1: Bob is alive on the day he speaks)
+        gid = start_two_humans(ap, bp, base, "Bob the Baker", roles=QUIET_FIRST_NIGHT)
+        # Bob says something in public on a day's talk; a quick Day 1 lasts
+        # under two seconds, and a line sent as it ends is refused: he says
+        # it again in the next day's discussion
         line = "Bob here: I am just a baker."
-        bp.wait_for_function("() => { const s = window.tossim.state; return s && "
-                             "(s.legal || []).some(a => a.kind === 'chat') && "
-                             "['day1', 'discussion'].includes(s.phase); }")
-        bp.fill(tid("chat-input"), line)
-        bp.click(tid("chat-send"))
-        bp.wait_for_function(
-            """(text) => [...document.querySelectorAll('[data-testid=event-log] > li .text')]
-                 .some(el => el.textContent === text)""", arg=line)
+        for _ in range(3):
+            bp.wait_for_function("() => { const s = window.tossim.state; return s && "
+                                 "s.you && s.you.alive && "
+                                 "(s.legal || []).some(a => a.kind === 'chat') && "
+                                 "['day1', 'discussion'].includes(s.phase); }")
+            bp.fill(tid("chat-input"), line)
+            bp.click(tid("chat-send"))
+            with contextlib.suppress(sync_api.TimeoutError):
+                bp.wait_for_function(
+                    """(text) => [...document.querySelectorAll(
+                         '[data-testid=event-log] > li .text')]
+                         .some(el => el.textContent === text)""", arg=line, timeout=10000)
+                break
+        else:
+            raise AssertionError("Bob's line never reached the game")
 
         for pg in (ap, bp):
             pg.wait_for_selector(f"{tid('end-panel')}:not([hidden])", timeout=240000)
