@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,12 +32,14 @@ from tossim.agents.moves import (
     defended_today,
     game_roles,
     move_table,
+    night_choice,
     own_claim,
     own_results,
     reasons,
     render,
     speak_move,
     structured_choices,
+    unreported,
 )
 from tossim.agents.prompting import build_messages
 from tossim.agents.protocols import xml as xp
@@ -656,7 +659,7 @@ def test_a_claim_made_on_an_earlier_day_is_worded_as_said_again() -> None:
     assert {s.split(":")[0] for s in again} <= {"As I said before", "Again",
                                                 "I stand by my claim", "Same as before"}
     first = {says(7, seed) for seed in range(12)}
-    assert all(s.endswith("I am the Investigator.") for s in first)
+    assert all("I am the Investigator." in s for s in first)
     assert not any(s.startswith(("As I said", "Again", "I stand by", "Same as")) for s in first)
 
 
@@ -780,6 +783,35 @@ def test_a_false_claim_to_the_team_at_night_is_the_cover_for_tomorrow() -> None:
     # nor does it speak up for anyone to its team (the jailed one may, to its Jailor)
     assert not [m for m in move_table(t.memories[2]).speak.values() if isinstance(m, Defend)]
     assert [m for m in move_table(t.memories[4]).speak.values() if isinstance(m, Defend)]
+
+
+def test_a_true_claim_gives_the_results_not_yet_said_and_a_check_is_not_repeated() -> None:
+    """Seen in a lobby: a Sheriff seat said "Again: I am the Sheriff." on Day 3
+    with its Night 2 result only in its will, and interrogated the player it
+    had cleared again on Night 3. A true claim carries the results not said
+    today; the night's targets leave out players already checked."""
+    from tossim.agents.protocols import Parsed
+
+    t = day3_investigator()
+    memory = t.memories[7]
+    found = unreported(memory)
+    assert found
+    parsed, _move = speak_move(memory, Parsed("final", "speak",
+                                              {"text": "claim Investigator"}), 3)
+    text = str(parsed.args["text"])
+    assert text.split("I am the Investigator.")[1].strip() == " ".join(
+        r.sentence(memory.name) for r in found[-2:])
+    memory.say_public(text)  # said: no report of the same today
+    assert not [r for r in unreported(memory) if r in found[-2:]]
+
+    night = Choice("night", "final", "names", tuple(
+        p.name for p in memory.living() if p.slot != memory.slot))
+    checked = {memory.name(r.target) for r in own_results(memory)}
+    assert checked and checked <= set(night.options)
+    assert set(night_choice(memory, night).options) == set(night.options) - checked
+    # with nobody else left, a check may be repeated
+    only = replace(night, options=tuple(sorted(checked)))
+    assert night_choice(memory, only).options == only.options
 
 
 def test_a_reason_backs_only_the_side_it_argues() -> None:

@@ -441,6 +441,16 @@ _VOTE_PLAN_HEADS = _heads((*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}")))
 _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
 
 
+def unreported(memory: SeatMemory, mine: Sequence[Result] | None = None) -> list[Result]:
+    """The seat's results (the latest of each phrase) not yet said in public
+    today: a result is reported once a day (seen in a lobby: "Results:
+    Player 4 is not suspicious." in the discussion and again in the vote)."""
+    today = "\n".join(text for _day, text in own_public_lines(memory, memory.day))
+    latest = {r.phrase(_shown(memory)): r
+              for r in (own_results(memory) if mine is None else mine)}
+    return [r for r in latest.values() if r.sentence(memory.name) not in today]
+
+
 def own_public_lines(memory: SeatMemory, day: int | None = None) -> list[tuple[int, str]]:
     """What this seat has said in the public chat, this game or on `day`:
     (day, text), oldest first."""
@@ -521,14 +531,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     mine = own_results(memory)
     lines = own_public_lines(memory)
     spoken = "\n".join(text for _day, text in lines)
-    today = "\n".join(text for day, text in lines if day == memory.day)
-    latest: dict[str, Result] = {}
-    for r in mine:
-        latest[r.phrase(name)] = r
-    # a result is reported once a day (seen in a lobby: "Results: Player 4 is
-    # not suspicious." in the discussion and again in the vote)
-    group("report", "report ", {p: Report(r) for p, r in latest.items()
-                                if r.sentence(memory.name) not in today})
+    group("report", "report ", {r.phrase(name): Report(r) for r in unreported(memory, mine)})
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
@@ -643,6 +646,8 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
                 Part("opt", options=fresh or tuple(getattr(table, c.tag))),)))
         elif c.tag == "vote":
             out.append(vote_choice(memory, c))
+        elif c.tag == "night" and c.arg == "names":
+            out.append(night_choice(memory, c))
         else:
             out.append(c)
     return out or kept
@@ -680,6 +685,21 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
                    or vote.options)
 
 
+CHECKS = ("suspicious", "innocent", "group")
+"""Result kinds that tell what a player is (a Sheriff's, an Investigator's):
+a second check of the same player tells nothing new."""
+
+
+def night_choice(memory: SeatMemory, night: Choice) -> Choice:
+    """The night ability's targets less the players the seat has already
+    checked, while others are left (seen in a lobby: a Sheriff seat found
+    Ann not suspicious on Night 2 and interrogated Ann again on Night 3)."""
+    shown = _shown(memory)
+    checked = {shown(r.target) for r in own_results(memory) if r.kind in CHECKS}
+    return replace(night, options=tuple(o for o in night.options if o not in checked)
+                   or night.options)
+
+
 # ---- parsing and rendering -------------------------------------------------------------
 
 def parse_move(memory: SeatMemory, tag: str, text: str,
@@ -715,6 +735,12 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     # in a lobby: a Framer told its Godfather "I am the Investigator.")
     text = render(move, memory.names, random.Random(seed), again=again,
                   no_vote=memory.phase not in VOTE_PLAN_PHASES, cover=team_night(memory))
+    # a true claim comes with the results not yet said today, as a player
+    # gives them (seen in a lobby: a Sheriff seat said "Again: I am the
+    # Sheriff." on Day 3 and its Night 2 result only in its will)
+    if isinstance(move, ClaimRole) and move.true and parsed.name == "speak":
+        found = [r.sentence(memory.name) for r in unreported(memory)[-2:]]
+        text = " ".join([text, *found])
     return Parsed(parsed.kind, parsed.name, {**parsed.args, "text": text}, parsed.thought), move
 
 
