@@ -814,6 +814,24 @@ def test_a_true_claim_gives_the_results_not_yet_said_and_a_check_is_not_repeated
     assert night_choice(memory, only).options == only.options
 
 
+def test_not_having_claimed_is_no_charge_on_day_1() -> None:
+    """Seen in the demo, on Day 1: "Player 1 has some explaining to do. They
+    have not claimed a role." Nobody claims on Day 1; from Day 2 on a player
+    who has not claimed may be asked to."""
+    g = new_game(GameConfig(players=7, seed=4))
+    t = Tracker(g, [1])
+    t.observe()
+    assert t.memories[1].day == 1
+    charges = [m for m in move_table(t.memories[1]).speak.values() if isinstance(m, Accuse)]
+    assert not [m for m in charges if m.reason.kind == "no_claim"], charges
+    t.timeout()  # Night 1
+    t.timeout()  # Day 2
+    t.observe()
+    assert t.memories[1].day == 2
+    charges = [m for m in move_table(t.memories[1]).speak.values() if isinstance(m, Accuse)]
+    assert {m.reason.kind for m in charges} == {"no_claim"}
+
+
 def test_a_reason_backs_only_the_side_it_argues() -> None:
     """Seen in the demo: "Do not lynch Player 1. They voted for Player 11 on
     Day 2."; in a lobby: "Something is off about Player 2; they claimed

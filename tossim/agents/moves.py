@@ -388,7 +388,10 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
                                                  role=shown.name if shown else str(dead["role"])))
             guilty = []
     for s in out:
-        if s not in claimed:
+        # nobody claims on Day 1: not having claimed is a reason from Day 2
+        # on (seen in the demo, on Day 1: "Player 1 has some explaining to
+        # do. They have not claimed a role.")
+        if s not in claimed and memory.day >= 2:
             out[s].append(Reason("no_claim", s))
         seen: set[str] = set()
         unique: list[Reason] = []
