@@ -584,7 +584,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
-    for s in (s for s in living if s != condemned and not team_night(memory)):
+    for s in ([] if team_night(memory) else [s for s in living if s != condemned]):
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     if memory.phase in VOTE_PLAN_PHASES:
@@ -683,9 +683,13 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     plan = announced_vote(memory)
     if plan is not None and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
-    trust = {shown(s) for s in trusted(memory)}
-    return replace(vote, options=tuple(o for o in vote.options if o not in trust)
-                   or vote.options)
+    return _leaving_out(vote, {shown(s) for s in trusted(memory)})
+
+
+def _leaving_out(choice: Choice, names: set[str]) -> Choice:
+    """`choice` without the options in `names`, unless that leaves none."""
+    return replace(choice, options=tuple(o for o in choice.options if o not in names)
+                   or choice.options)
 
 
 CHECKS = ("suspicious", "innocent", "group")
@@ -698,9 +702,8 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
     checked, while others are left (seen in a lobby: a Sheriff seat found
     Ann not suspicious on Night 2 and interrogated Ann again on Night 3)."""
     shown = _shown(memory)
-    checked = {shown(r.target) for r in own_results(memory) if r.kind in CHECKS}
-    return replace(night, options=tuple(o for o in night.options if o not in checked)
-                   or night.options)
+    return _leaving_out(night, {shown(r.target) for r in own_results(memory)
+                                if r.kind in CHECKS})
 
 
 # ---- parsing and rendering -------------------------------------------------------------
