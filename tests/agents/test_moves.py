@@ -87,7 +87,7 @@ def test_claim_report_and_lie_are_told_apart() -> None:
     claim = run(["<thinking>Claim.</thinking>", "<speak>claim Investigator</speak>"])
     assert isinstance(claim.command, Chat) and "I am the Investigator." in claim.command.text
     assert claim.move == ClaimRole("Investigator", true=True)
-    fake = run(["<thinking>Claim.</thinking>", "<speak>claim Sheriff</speak>"], slot=2)
+    fake = run(["<thinking>Claim.</thinking>", "<speak>claim Bodyguard</speak>"], slot=2)
     assert isinstance(fake.move, ClaimRole) and not fake.move.true  # the Godfather's cover
     honest = run(["<thinking>Share.</thinking>",
                   "<speak>report Player 2 could be a Bodyguard, Godfather, or Arsonist</speak>"])
@@ -148,8 +148,8 @@ def test_wills_and_death_notes_are_built_from_moves() -> None:
                                      "N1: Player 4 could be a Vigilante, Veteran, or Mafioso.\n"
                                      "N2: Player 2 could be a Bodyguard, Godfather, or Arsonist.")
     assert isinstance(r.move, WillMove) and r.move.true and len(r.move.results) == 2
-    fake = run(["<thinking>Pretend.</thinking>", "<will>Sheriff</will>"], slot=2)
-    assert fake.command == WriteWill(2, "I am the Sheriff.")  # a cover carries no results
+    fake = run(["<thinking>Pretend.</thinking>", "<will>Bodyguard</will>"], slot=2)
+    assert fake.command == WriteWill(2, "I am the Bodyguard.")  # a cover carries no results
     note = run(["<thinking>Scare them.</thinking>", "<death_note>Sleep well.</death_note>"],
                slot=2)
     assert note.command == WriteDeathNote(2, "Sleep well.")
@@ -158,10 +158,10 @@ def test_wills_and_death_notes_are_built_from_moves() -> None:
 
 
 def test_json_protocol_moves() -> None:
-    r = run(['{"thought": "Claim.", ', '"action": "speak", "args": {"text": "claim Doctor"}}'],
+    r = run(['{"thought": "Claim.", ', '"action": "speak", "args": {"text": "claim Vigilante"}}'],
             LoopConfig(protocol="json", speech="moves", max_tool_calls=0), slot=4)
-    assert isinstance(r.command, Chat) and "I am the Doctor." in r.command.text
-    assert isinstance(r.move, ClaimRole) and r.move.role == "Doctor"
+    assert isinstance(r.command, Chat) and "I am the Vigilante." in r.command.text
+    assert isinstance(r.move, ClaimRole) and r.move.role == "Vigilante"
 
 
 def test_a_free_text_seat_still_writes_free_text() -> None:
@@ -202,7 +202,7 @@ def test_seat_metrics_count_claims_lies_and_accusations() -> None:
     from tossim.agents.metrics import AgentMetrics
 
     metrics = AgentMetrics()
-    for slot, out in ((2, "<speak>claim Sheriff</speak>"),
+    for slot, out in ((2, "<speak>claim Bodyguard</speak>"),
                       (7, "<speak>claim Investigator</speak>"),
                       (2, "<speak>lie Player 5 is suspicious</speak>"),
                       (7, "<speak>accuse Player 6: they have not claimed a role</speak>")):
@@ -485,9 +485,9 @@ def test_what_a_structured_seat_claims_holds_together_over_a_game() -> None:
     assert set(town.will) == {"Investigator"}
     assert not any(isinstance(m, Report) and m.lie for m in town.speak.values())
 
-    godfather = move_table(t.memories[2])  # no claim yet: any Town cover, lies allowed
+    godfather = move_table(t.memories[2])  # no claim yet: a Town cover, lies allowed
     covers = {m.role for m in godfather.speak.values() if isinstance(m, ClaimRole)}
-    assert "Sheriff" in covers and "Godfather" not in covers and "Mafioso" not in covers
+    assert covers == {"Bodyguard"}  # the Town role of its Investigator group
     assert all(ROLES[r.lower()].faction.value == "town" for r in covers if r.lower() in ROLES)
     assert any(isinstance(m, Report) and m.lie for m in godfather.speak.values())
 
@@ -767,19 +767,20 @@ def test_a_false_claim_to_the_team_at_night_is_the_cover_for_tomorrow() -> None:
     t.timeout()  # Night 1
     t.observe()
 
-    def says(slot: int, seed: int) -> str:
+    def says(slot: int, seed: int) -> str:  # its cover: Bodyguard, Vigilante (their groups)
         memory = t.memories[slot]
         assert memory.phase == "night"
-        parsed, move = speak_move(memory, Parsed("final", "speak", {"text": "claim Sheriff"}),
-                                  seed)
+        claim = "claim Bodyguard" if slot == 2 else "claim Vigilante"
+        parsed, move = speak_move(memory, Parsed("final", "speak", {"text": claim}), seed)
         assert isinstance(move, ClaimRole) and not move.true
         return str(parsed.args["text"])
 
     cover = {says(2, seed) for seed in range(12)}
-    assert len(cover) > 1 and all("Sheriff" in s and "tomorrow" in s.lower() for s in cover), cover
+    assert len(cover) > 1 and all("Bodyguard" in s and "tomorrow" in s.lower()
+                                  for s in cover), cover
     assert not any("I am the" in s for s in cover)
     jailed = {says(4, seed) for seed in range(12)}
-    assert all(s.endswith("I am the Sheriff.") for s in jailed), jailed
+    assert all(s.endswith("I am the Vigilante.") for s in jailed), jailed
     # nor does it speak up for anyone to its team (the jailed one may, to its Jailor)
     assert not [m for m in move_table(t.memories[2]).speak.values() if isinstance(m, Defend)]
     assert [m for m in move_table(t.memories[4]).speak.values() if isinstance(m, Defend)]
@@ -993,3 +994,34 @@ def test_a_seat_stands_by_a_player_its_result_cleared() -> None:
     assert not any(isinstance(m, (Accuse, VotePlan)) and m.target == 6 for m in speak)
     assert any(isinstance(m, Accuse) for m in speak)
     assert "Player 6" not in votable(memory) and votable(memory)
+
+
+def test_a_cover_is_one_nobody_has_claimed_and_an_investigator_cannot_catch() -> None:
+    """Seen in a lobby: a Framer seat claimed Investigator after its Godfather
+    had, beside the real Investigator (the cover was in its will since Night
+    1). A liar's cover is a Town role of its own Investigator group if one is
+    free; no teammate's or anyone else's claim; a cover only written in the
+    will gives way, one said in public is kept."""
+    t = day3_investigator(((5, "I am the Vigilante."),))
+    mafioso = t.memories[4]  # Investigator group: Vigilante, Veteran, Mafioso
+    assert claimable(mafioso, game_roles(mafioso), own_claim(mafioso)) == ["Veteran"]
+
+    t = day3_investigator(((4, "I am the Bodyguard."), (5, "I am the Sheriff.")))
+    godfather = t.memories[2]  # its group's Bodyguard is its teammate's claim
+    covers = claimable(godfather, game_roles(godfather), own_claim(godfather))
+    assert "Bodyguard" not in covers and "Sheriff" not in covers and "Lookout" not in covers
+    assert "Escort" in covers
+
+    g = t.game  # its will's cover is the teammate's claim: it changes
+    apply(g, WriteWill(2, "I am the Bodyguard."))
+    t.observe(2)
+    assert own_claim(godfather) == "Bodyguard"
+    assert "Bodyguard" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
+    apply(g, WriteWill(2, "I am the Escort."))  # one that still fits is kept
+    t.observe(2)
+    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Escort"]
+
+    # said in public, a claim is kept even when a teammate claims it too
+    t = day3_investigator(((2, "I am the Sheriff."), (4, "I am the Sheriff.")))
+    godfather = t.memories[2]
+    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Sheriff"]

@@ -46,7 +46,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.protocols import Parsed
 from tossim.engine.legal import IllegalCommand
 from tossim.engine.role_lists import RoleListError, parse_slot
-from tossim.engine.roles import ROLES, find_role
+from tossim.engine.roles import ROLES, cover_claims, find_role
 from tossim.engine.state import MAX_WILL
 
 SPEECH_MODES = ("free", "moves")
@@ -319,12 +319,15 @@ def own_claim(memory: SeatMemory, made: Sequence[tuple[int, str]] | None = None)
     return None
 
 
-def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None) -> list[str]:
+def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
+              claimed: Mapping[int, Sequence[tuple[int, str]]] | None = None) -> list[str]:
     """The roles the seat may claim (in chat and in its will), so that what
     it says holds together over a game: a Town seat claims its own role; any
     other seat a cover, a Town role of the game (a Neutral Benign seat may
-    also claim its own), and once it has claimed one (`said`, its
-    `own_claim`) it sticks to it."""
+    also claim its own), and once it has claimed one in public (`said`, its
+    `own_claim`) it sticks to it. Until then the covers are those that fit
+    (`_fitting_covers`; `claimed`: `_claims`, when the caller has read them),
+    or the one in its will if it still fits."""
     own = memory.you.role
     if memory.you.faction == "town" and own:
         return [own]
@@ -334,7 +337,36 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None) -> lis
     if own_spec is not None and own_spec.alignment == "Neutral Benign":
         covers.append(own)
     covers = covers or list(roles)
-    return [said] if said in covers else covers
+    claimed = _claims(memory) if claimed is None else claimed
+    if said in covers and claimed.get(memory.slot):
+        return [said]
+    fitting = _fitting_covers(memory, covers, claimed)
+    # a cover only written in the will may still change: nobody has heard it
+    return [said] if said in fitting else fitting
+
+
+def _fitting_covers(memory: SeatMemory, covers: list[str],
+                    claimed: Mapping[int, Sequence[tuple[int, str]]]) -> list[str]:
+    """The covers a liar can hold: none that a teammate or anyone else has
+    claimed, nor a unique role already dead, and the ones an Investigator's
+    result cannot catch (the registry's `cover_claims`) if any are left;
+    failing that, none a teammate claimed or a death disproved; failing
+    that, all (seen in a lobby: a Framer seat claimed Investigator after its
+    Godfather had, beside the real Investigator)."""
+    mates = set(memory.you.teammates or ())
+    by_team = {role for s, said in claimed.items() if s in mates for _day, role in said}
+    by_others = {role for s, said in claimed.items()
+                 if s not in mates and s != memory.slot for _day, role in said}
+    dead = {p.role for p in memory.dead() if p.role and _unique(p.role)}
+    spec = find_role(memory.you.role) if memory.you.role else None
+    safe = ({ROLES[k].name for k in cover_claims(spec) if k in ROLES}
+            if spec is not None else set())
+    free = [r for r in covers if r not in by_team | by_others | dead]
+    for tier in ([r for r in free if r in safe], free,
+                 [r for r in covers if r not in by_team | dead]):
+        if tier:
+            return tier
+    return covers
 
 
 def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | None = None,
@@ -526,7 +558,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     claimed = _claims(memory)  # read once: it walks the public events
     made = claimed.get(memory.slot, [])
     said = own_claim(memory, made)
-    claims = claimable(memory, roles, said)
+    claims = claimable(memory, roles, said, claimed)
     # a claim is said once a day (seen in a lobby: "Time to claim. I am the
     # Doctor." in the discussion and again in the vote of the same day)
     if all(day != memory.day for day, _role in made):
