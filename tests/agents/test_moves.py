@@ -1025,3 +1025,34 @@ def test_a_cover_is_one_nobody_has_claimed_and_an_investigator_cannot_catch() ->
     t = day3_investigator(((2, "I am the Sheriff."), (4, "I am the Sheriff.")))
     godfather = t.memories[2]
     assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Sheriff"]
+
+
+def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
+    """Seen in the demo: "I trust Player 5 for now; they claimed Lookout." in
+    the Judgement of Player 6. In a trial's phases every seat's charges,
+    defences and questions name only the accused; the accused talks as on
+    any day."""
+    t = day3_investigator()
+    for voter in (1, 2, 5, 6):
+        apply(t.game, Vote(voter, 4))
+    t.observe()
+    assert t.memories[1].phase == "defense"
+    for phase in ("defense", "judgement"):
+        if phase == "judgement":
+            t.timeout()
+            t.observe()
+        for slot in (1, 7):
+            memory = t.memories[slot]
+            assert memory.phase == phase
+            table = move_table(memory)
+            named = {m.target for m in table.speak.values()
+                     if isinstance(m, (Accuse, Defend, Ask))}
+            assert named == {4}, (phase, slot, named)
+        accused = move_table(t.memories[4])
+        assert {m.target for m in accused.speak.values() if isinstance(m, Accuse)} - {4}
+    t.timeout()  # no verdicts: Player 4 is spared, and the vote goes on
+    t.observe()
+    after = t.memories[1]
+    assert after.phase == "voting"
+    assert {m.target for m in move_table(after).speak.values()
+            if isinstance(m, (Accuse, Defend, Ask))} - {4}

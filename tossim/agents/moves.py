@@ -452,6 +452,8 @@ class MoveTable:
 
 # the phases of a day whose lynch vote is still ahead or open
 VOTE_PLAN_PHASES = frozenset({"discussion", "voting"})
+# the phases of a trial: the accused speaks, then the town judges them
+TRIAL_PHASES = frozenset({"defense", "judgement", "last_words"})
 # how a vote plan is said (`render`); `announced_vote` reads them back
 VOTE_PLAN_WORDINGS = ("I am voting {name} today.", "My vote goes to {name}.")
 
@@ -607,8 +609,20 @@ def move_table(memory: SeatMemory) -> MoveTable:
     spared = accused if memory.you.verdict == "innocent" else None
     condemned = accused if memory.you.verdict == "guilty" else plan
     trust = trusted(memory, mine)
-    for s in ([plan] if plan is not None and plan in others
-              else [s for s in others if s not in trust]):
+    # while a player stands trial the talk is about them (seen in the demo:
+    # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
+    # Player 6): charges, defences and questions name only the accused (who
+    # talks as on any day)
+    on_trial = memory.trial.get("accused") if memory.phase in TRIAL_PHASES else None
+    if on_trial not in living:
+        on_trial = None
+    if on_trial is not None:
+        charged = [on_trial] if on_trial in others else []
+    elif plan is not None and plan in others:
+        charged = [plan]
+    else:
+        charged = [s for s in others if s not in trust]
+    for s in charged:
         if s == spared:
             continue
         group("accuse", f"accuse {name(s)}: ",
@@ -616,7 +630,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
-    for s in ([] if team_night(memory) else [s for s in living if s != condemned]):
+    speak_for = [on_trial] if on_trial is not None else living
+    for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
     if memory.phase in VOTE_PLAN_PHASES:
@@ -630,8 +645,9 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # have claimed (seen: "Player 2, what is your role?" after Player 2's
     # second Sheriff claim); at night only a Jailor asks, and only its
     # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5)
-    askable = living if memory.phase != "night" else [
-        s for s in living if s == memory.you.prisoner]
+    askable = ([on_trial] if on_trial is not None
+               else living if memory.phase != "night"
+               else [s for s in living if s == memory.you.prisoner])
     # (what was said is compared as `render` wrote it: with the names unescaped)
     if not any(r.sentence(memory.name) not in spoken for r in mine):
         for s in askable:
