@@ -127,7 +127,9 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
                 "<will>I am the Investigator.</will>"):
         assert not rx.fullmatch(bad), bad
     asker = re.compile(action_regex(day3_investigator().memories[5]))  # no result to tell
-    assert asker.fullmatch("<speak>ask Player 4 about role</speak>")
+    assert asker.fullmatch("<speak>ask Player 1 about role</speak>")
+    # Player 4 claimed in its own words ("I'm the real Doctor!"): not asked
+    assert not asker.fullmatch("<speak>ask Player 4 about role</speak>")
     assert not asker.fullmatch("<speak>ask Player 9 about role</speak>")  # dead
 
 
@@ -158,10 +160,11 @@ def test_wills_and_death_notes_are_built_from_moves() -> None:
 
 
 def test_json_protocol_moves() -> None:
-    r = run(['{"thought": "Claim.", ', '"action": "speak", "args": {"text": "claim Vigilante"}}'],
-            LoopConfig(protocol="json", speech="moves", max_tool_calls=0), slot=4)
-    assert isinstance(r.command, Chat) and "I am the Vigilante." in r.command.text
-    assert isinstance(r.move, ClaimRole) and r.move.role == "Vigilante"
+    r = run(['{"thought": "Claim.", ',
+             '"action": "speak", "args": {"text": "claim Investigator"}}'],
+            LoopConfig(protocol="json", speech="moves", max_tool_calls=0), slot=7)
+    assert isinstance(r.command, Chat) and "I am the Investigator." in r.command.text
+    assert isinstance(r.move, ClaimRole) and r.move.role == "Investigator"
 
 
 def test_a_free_text_seat_still_writes_free_text() -> None:
@@ -1002,29 +1005,29 @@ def test_a_cover_is_one_nobody_has_claimed_and_an_investigator_cannot_catch() ->
     1). A liar's cover is a Town role of its own Investigator group if one is
     free; no teammate's or anyone else's claim; a cover only written in the
     will gives way, one said in public is kept."""
-    t = day3_investigator(((5, "I am the Vigilante."),))
-    mafioso = t.memories[4]  # Investigator group: Vigilante, Veteran, Mafioso
-    assert claimable(mafioso, game_roles(mafioso), own_claim(mafioso)) == ["Veteran"]
+    godfather = day3_investigator().memories[2]  # its group: Bodyguard, Godfather, Arsonist
+    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Bodyguard"]
 
-    t = day3_investigator(((4, "I am the Bodyguard."), (5, "I am the Sheriff.")))
-    godfather = t.memories[2]  # its group's Bodyguard is its teammate's claim
+    # its teammate claimed Doctor ("I'm the real Doctor!"); others Lookout,
+    # Bodyguard and, in their own words, Sheriff
+    t = day3_investigator(((5, "I am the Bodyguard."), (6, "sheriff here")))
+    godfather = t.memories[2]
     covers = claimable(godfather, game_roles(godfather), own_claim(godfather))
-    assert "Bodyguard" not in covers and "Sheriff" not in covers and "Lookout" not in covers
+    assert not {"Doctor", "Lookout", "Bodyguard", "Sheriff"} & set(covers), covers
     assert "Escort" in covers
 
     g = t.game  # its will's cover is the teammate's claim: it changes
-    apply(g, WriteWill(2, "I am the Bodyguard."))
+    apply(g, WriteWill(2, "I am the Doctor."))
     t.observe(2)
-    assert own_claim(godfather) == "Bodyguard"
-    assert "Bodyguard" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
+    assert own_claim(godfather) == "Doctor"
+    assert "Doctor" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
     apply(g, WriteWill(2, "I am the Escort."))  # one that still fits is kept
     t.observe(2)
     assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Escort"]
 
-    # said in public, a claim is kept even when a teammate claims it too
-    t = day3_investigator(((2, "I am the Sheriff."), (4, "I am the Sheriff.")))
-    godfather = t.memories[2]
-    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Sheriff"]
+    # said in public, a claim is kept even when a teammate claimed it too
+    godfather = day3_investigator(((2, "I am the Doctor."),)).memories[2]
+    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Doctor"]
 
 
 def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tossim.engine.roles import find_role
+from tossim.engine.roles import ROLES, find_role
 
 ROLE = "role"
 SUSPICIOUS = "suspicious"
@@ -173,7 +173,52 @@ class Vocabulary:
                 out.append(Claim(NO_CLAIM))
             elif kind == "beg":
                 out.append(Claim(BEG))
+        if not any(c.kind == ROLE for c in out):
+            role = loose_claim(text)
+            if role is not None:
+                out.append(Claim(ROLE, role=role))
         return out
+
+
+# People claim in their own words ("I'm the sheriff", "i am doc", "Sheriff
+# here", "I am the real Doctor!", "I am the Sheriff" with no full stop): a
+# message with no claim in the bots' wording is read for one of these too, so
+# bots and model seats hear a person's claim (docs/agents.md, "Claims").
+SHORT_NAMES = {"doc": "doctor", "inv": "investigator", "invest": "investigator",
+               "invi": "investigator", "lo": "lookout", "vig": "vigilante",
+               "vigi": "vigilante", "vet": "veteran", "jailer": "jailor", "med": "medium",
+               "ret": "retributionist", "tp": "transporter", "trans": "transporter",
+               "bg": "bodyguard", "esc": "escort", "sher": "sheriff", "sk": "serial_killer"}
+_LOOSE_HINTS = ("i am", "i'm", "im ", "i’m", "here")
+
+
+@lru_cache(maxsize=1)
+def _loose_pattern() -> re.Pattern[str]:
+    words = {r.name.lower() for r in ROLES.values()} | set(SHORT_NAMES)
+    alt = "|".join(re.escape(w).replace(r"\ ", r"\s+")
+                   for w in sorted(words, key=len, reverse=True))
+    return re.compile(
+        rf"(?i)(?<![\w'’])(?:i\s*am|i['’]?m)\s+(?:the\s+real\s+|the\s+|an?\s+)?(?P<r1>{alt})"
+        # "Sheriff here" opens a sentence ("the doctor here died" claims nothing)
+        rf"(?![\w'’])|(?:^|(?<=[.!?,;:\n]))\s*(?P<r2>{alt})\s+here(?!\w)")
+
+
+def loose_claim(text: str) -> str | None:
+    """The role key a message claims in a person's own words (see above), or
+    None; never one after "if" ("if I am the Jester...") or in a question."""
+    low = text.lower()
+    if not any(h in low for h in _LOOSE_HINTS):
+        return None
+    for m in _loose_pattern().finditer(text):
+        before = low[:m.start()].rstrip()
+        rest = text[m.end():m.end() + 1]
+        if before.endswith(("if", "what if", "as if")) or rest == "?":
+            continue
+        word = " ".join((m.group("r1") or m.group("r2")).lower().split())
+        role = find_role(SHORT_NAMES.get(word, word))
+        if role is not None:
+            return role.key
+    return None
 
 
 @lru_cache(maxsize=64)

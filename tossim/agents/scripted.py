@@ -437,6 +437,11 @@ class ScriptedBot:
         was any (most lines claim nothing and change no suspicion)."""
         assert self.vocab is not None
         if src == self.slot:
+            # the seat's own claim holds: a stand-in keeps the one its absent
+            # player made (seen in a lobby: a stand-in claimed another role)
+            if not self.claimed:
+                self.claimed = next((c.role for c in self.vocab.parse(text)
+                                     if c.kind == _ROLE), "")
             return False
         said = self.vocab.parse(text)
         for c in said:
