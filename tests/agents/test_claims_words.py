@@ -32,6 +32,22 @@ def test_a_claim_in_a_persons_own_words_is_heard(text: str, role: str) -> None:
     assert [c.role for c in claims] == [role]
 
 
+@pytest.mark.parametrize(("text", "heard"), [
+    ("vote bob", [(cv.ACCUSE, 2)]),
+    ("I vote Bob, he dodged", [(cv.ACCUSE, 2)]),
+    ("lynch cleo", [(cv.ACCUSE, 3)]),
+    ("bob is sus", [(cv.SUSPICIOUS, 2)]),
+    ("Cleo is mafia. Dan is clear", [(cv.SUSPICIOUS, 3), (cv.INNOCENT, 4)]),
+    ("dan is not sus", [(cv.INNOCENT, 4)]),
+    ("i'm sheriff, eve = sus", [(cv.ROLE, None), (cv.SUSPICIOUS, 5)]),
+    ("don't vote bob", []), ("do not lynch Cleo", []), ("never vote dan", []),
+    ("is bob sus?", []), ("Bob is sus?", []), ("who do we vote", []),
+])
+def test_a_call_to_vote_and_a_result_in_a_persons_own_words_are_heard(
+        text: str, heard: list[tuple[str, int | None]]) -> None:
+    assert [(c.kind, c.target) for c in cv.vocabulary(NAMES).parse(text)] == heard
+
+
 @pytest.mark.parametrize("text", [
     "I am not the sheriff", "if I am the Jester you all lose", "Am I the Mayor?",
     "I am the sheriff?", "I am tired", "Ann here. Who do you suspect?", "the doctor here died",

@@ -117,6 +117,16 @@ class Vocabulary:
         self._starts = re.compile(
             rf"[{re.escape(firsts)}]|(?i:lynch me|go ahead|vote me|hang me)")
         self._scan = all(names)  # (an empty name could match anywhere)
+        # people's wording of a call to vote and of a result (`_loosely`):
+        # "vote bob", "Bob is sus", "cleo is clear"; names in any case
+        self.slot_of_lower = {n.lower(): i for n, i in self.slot_of.items()}
+        any_name = rf"(?<![\w'’])(?:{alts})(?![\w'’])"
+        self._loose = re.compile(
+            rf"(?i)(?<![\w'’])(?:vote|lynch|hang)\s+(?P<la>{any_name})"
+            rf"|(?P<ls>{any_name})\s+(?:is\s+|=\s*)(?:sus|suspicious|sussy|mafia|maf|evil"
+            rf"|scum|guilty)(?![\w'’])"
+            rf"|(?P<li>{any_name})\s+(?:is\s+|=\s*)(?:not\s+sus(?:picious)?|clear(?:ed)?"
+            rf"|inno(?:cent)?|town)(?![\w'’])") if self._scan else None
 
     def parse(self, text: str) -> tuple[Claim, ...]:
         """Every recognised sentence in `text`, in order (cached: each bot of a
@@ -173,10 +183,30 @@ class Vocabulary:
                 out.append(Claim(NO_CLAIM))
             elif kind == "beg":
                 out.append(Claim(BEG))
+        if not out:
+            out = self._loosely(text)
         if not any(c.kind == ROLE for c in out):
             role = loose_claim(text)
             if role is not None:
-                out.append(Claim(ROLE, role=role))
+                out.insert(0, Claim(ROLE, role=role))
+        return out
+
+    def _loosely(self, text: str) -> list[Claim]:
+        """Calls to vote and results in people's own words, in a message with
+        nothing in the vocabulary's wording (docs/agents.md, "Claims"): never
+        after "not", "don't" or "never", nor in a question."""
+        if self._loose is None:
+            return []
+        out: list[Claim] = []
+        low = text.lower()
+        for m in self._loose.finditer(text):
+            before = low[:m.start()].rstrip()
+            if text[m.end():m.end() + 1] == "?" or before.endswith(
+                    ("not", "don't", "dont", "don’t", "never", "if")):
+                continue
+            kind = m.lastgroup
+            who = self.slot_of_lower[" ".join(str(m.group(kind)).lower().split())]
+            out.append(Claim({"la": ACCUSE, "ls": SUSPICIOUS, "li": INNOCENT}[str(kind)], who))
         return out
 
 
