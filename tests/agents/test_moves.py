@@ -1059,3 +1059,31 @@ def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
     assert after.phase == "voting"
     assert {m.target for m in move_table(after).speak.values()
             if isinstance(m, (Accuse, Defend, Ask))} - {4}
+
+
+def test_a_line_that_no_longer_holds_when_the_seat_answers_is_withdrawn() -> None:
+    """Seen in a lobby: "Player 5 has some explaining to do. They have not
+    claimed a role." right after Player 5's claim, which came while the seat
+    thought. When the answer arrives, a line whose move the seat could no
+    longer make is withdrawn (its turn record says so); its vote stands,
+    and a line that still holds is said."""
+    def answer(after: str) -> tuple[list[Command], list[Command], LLMSeat]:
+        t = day3_investigator()
+        backend = ScriptedBackend([
+            "<thinking>Player 1.</thinking>", "<vote>Player 1</vote>",
+            "<thinking>Push.</thinking>",
+            "<speak>accuse Player 1: they have not claimed a role</speak>"])
+        seat = LLMSeat(7, ToolLoop(backend, MOVES))
+        first = view(t.game, Viewer.player(7), since=0)
+        cmds = asyncio.run(seat.decide(first))
+        apply(t.game, Chat(1, after))  # while the seat thought
+        return cmds, seat.still_meant(view(t.game, Viewer.player(7), since=first.version),
+                                      cmds), seat
+
+    cmds, kept, seat = answer("i'm the sheriff")
+    assert cmds[0] == Vote(7, 1) and isinstance(cmds[1], Chat)
+    assert kept == [Vote(7, 1)]
+    assert seat.turn_log[-1]["steps"][-1]["fault"] == "stale"
+    cmds, kept, seat = answer("Let's take our time.")
+    assert kept == cmds
+    assert all(s.get("fault") != "stale" for s in seat.turn_log[-1]["steps"])

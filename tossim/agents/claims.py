@@ -204,9 +204,9 @@ class Vocabulary:
             if text[m.end():m.end() + 1] == "?" or before.endswith(
                     ("not", "don't", "dont", "don’t", "never", "if")):
                 continue
-            kind = m.lastgroup
-            who = self.slot_of_lower[" ".join(str(m.group(kind)).lower().split())]
-            out.append(Claim({"la": ACCUSE, "ls": SUSPICIOUS, "li": INNOCENT}[str(kind)], who))
+            kind = str(m.lastgroup)
+            who = self.slot_of_lower[" ".join(m.group(kind).lower().split())]
+            out.append(Claim({"la": ACCUSE, "ls": SUSPICIOUS, "li": INNOCENT}[kind], who))
         return out
 
 

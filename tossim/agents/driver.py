@@ -67,6 +67,7 @@ from tossim.agents.scripted import ScriptedBot
 from tossim.agents.seat import ModelSeat, Seat, SyncSeat
 from tossim.agents.turns import turns_in
 from tossim.engine.commands import (
+    Chat,
     Command,
     MalformedCommand,
     PhaseTimeout,
@@ -446,7 +447,14 @@ class Match:
         game = self.game
         if isinstance(item, _Answer):
             if item.seq == game.phase_seq and item.slot in self.seats:
-                self._answer(item.slot, item.commands)
+                seat, commands = self.seats[item.slot], item.commands
+                if isinstance(seat, ModelSeat) and any(isinstance(c, Chat) for c in commands):
+                    # the game went on while it thought: its lines may no
+                    # longer hold (its view now, without moving its cursor)
+                    commands = seat.still_meant(
+                        view(game, self._viewer(item.slot), since=self.seen.get(item.slot, 0)),
+                        commands)
+                self._answer(item.slot, commands)
             for sink in self.sinks:
                 await sink.answered(game, item.slot)
             return

@@ -25,6 +25,7 @@ from tossim.agents.actions import (
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.metrics import AgentMetrics, SeatMetrics
+from tossim.agents.moves import Move, move_table
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
 from tossim.engine.commands import Chat, Command, Judge, Vote, WriteDeathNote, WriteWill
@@ -172,11 +173,14 @@ class LLMSeat(ModelSeat):
         self.results: list[TurnResult] = []  # every turn, in order (one per metrics.turns)
         self.turn_log: list[dict[str, Any]] = []
         self.on_step: StepHook | None = None
+        # the last answer's lines and the speech moves behind them (`still_meant`)
+        self.said: list[tuple[Command, Move, dict[str, Any]]] = []
 
     async def decide(self, obs: View, deadline: float | None = None) -> list[Command]:
         """This turn's commands; with a `deadline` (time.monotonic()) the
         turn acts before it (docs/agents.md#deadlines). A turn cancelled
         after its deadline counts as a miss."""
+        self.said = []
         self.memory.update(obs)
         if not self.memory.legal:
             self.memory.end_turn()
@@ -232,7 +236,31 @@ class LLMSeat(ModelSeat):
                                else round(result.stats.time_s, 3)),
                      "missed": result.stats.missed},
         })
+        if isinstance(result.command, Chat) and result.move is not None:
+            self.said.append((result.command, result.move, self.turn_log[-1]))
         return result.command
+
+    def still_meant(self, obs: View, commands: list[Command]) -> list[Command]:
+        """A line said in moves is withdrawn when the move is no longer one
+        the seat could make now (seen in a lobby: "Player 5 has some
+        explaining to do. They have not claimed a role." right after Player
+        5's claim, which came while the seat thought); its turn record says
+        so in a fault step."""
+        said = [(c, m, record) for c, m, record in self.said
+                if any(c is x for x in commands)]
+        if not said:
+            return commands
+        self.memory.update(obs)
+        moves = list(move_table(self.memory).speak.values())
+        stale = [(c, record) for c, m, record in said if m not in moves]
+        for _c, record in stale:
+            step = {"kind": "fault", "fault": "stale",
+                    "text": "withdrawn: the game moved on while the seat thought, and "
+                            "the line no longer holds"}
+            record["steps"].append(step)
+            self._step(step)
+        gone = [c for c, _record in stale]
+        return [c for c in commands if not any(c is g for g in gone)]
 
     def _step(self, step: dict[str, Any]) -> None:
         if self.on_step is not None:

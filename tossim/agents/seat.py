@@ -75,6 +75,14 @@ class ModelSeat(SeatTelemetry, ABC):
         """The seat's metrics so far (`to_dict()`: as stored; docs/agents.md,
         "Metrics")."""
 
+    def still_meant(self, obs: View, commands: list[Command]) -> list[Command]:
+        """The answer's commands that still hold now that the game has moved on
+        while the seat thought (`obs`: its view now; it may repeat events the
+        seat has seen). By default all of them; a seat that knows why it says
+        something withdraws a line that no longer holds (docs/agents.md, "Real
+        time")."""
+        return commands
+
 
 class SyncSeat:
     """A synchronous `Bot` behind the `Seat` protocol: it answers at once,
