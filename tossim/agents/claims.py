@@ -200,9 +200,7 @@ class Vocabulary:
         out: list[Claim] = []
         low = text.lower()
         for m in self._loose.finditer(text):
-            before = low[:m.start()].rstrip()
-            if text[m.end():m.end() + 1] == "?" or before.endswith(
-                    ("not", "don't", "dont", "don’t", "never", "if")):
+            if text[m.end():m.end() + 1] == "?" or _HEDGED.search(low, 0, m.start()):
                 continue
             kind = str(m.lastgroup)
             who = self.slot_of_lower[" ".join(m.group(kind).lower().split())]
@@ -220,6 +218,8 @@ SHORT_NAMES = {"doc": "doctor", "inv": "investigator", "invest": "investigator",
                "ret": "retributionist", "tp": "transporter", "trans": "transporter",
                "bg": "bodyguard", "esc": "escort", "sher": "sheriff", "sk": "serial_killer"}
 _LOOSE_HINTS = ("i am", "i'm", "im ", "i’m", "here")
+# what makes the words that follow no claim: a condition or a negation
+_HEDGED = re.compile(r"\b(?:if|not|don['’]?t|never)\s*$")
 
 
 @lru_cache(maxsize=1)
@@ -235,14 +235,13 @@ def _loose_pattern() -> re.Pattern[str]:
 
 def loose_claim(text: str) -> str | None:
     """The role key a message claims in a person's own words (see above), or
-    None; never one after "if" ("if I am the Jester...") or in a question."""
+    None; never one after "if" or "not" ("if I am the Jester..."), nor in a
+    question."""
     low = text.lower()
     if not any(h in low for h in _LOOSE_HINTS):
         return None
     for m in _loose_pattern().finditer(text):
-        before = low[:m.start()].rstrip()
-        rest = text[m.end():m.end() + 1]
-        if before.endswith(("if", "what if", "as if")) or rest == "?":
+        if text[m.end():m.end() + 1] == "?" or _HEDGED.search(low, 0, m.start()):
             continue
         word = " ".join((m.group("r1") or m.group("r2")).lower().split())
         role = find_role(SHORT_NAMES.get(word, word))
