@@ -1087,3 +1087,49 @@ def test_a_line_that_no_longer_holds_when_the_seat_answers_is_withdrawn() -> Non
     cmds, kept, seat = answer("Let's take our time.")
     assert kept == cmds
     assert all(s.get("fault") != "stale" for s in seat.turn_log[-1]["steps"])
+
+
+def test_a_jailor_seat_executes_only_a_prisoner_with_a_charge() -> None:
+    """Seen in a lobby: a Jailor seat (structured: it may not abstain, so
+    what it is offered it does) executed its prisoner, the Doctor, who had
+    claimed Doctor in jail. Its execution is offered only with a charge: a
+    claim its own unique role disproves, a refusal to claim in jail, a claim
+    of a role that is not Town."""
+    from tossim.agents.moves import offered
+    from tossim.engine.commands import DayAction
+
+    def night_with(public: str | None, jail: str | None) -> list[str]:
+        g = new_game(GameConfig(players=7, seed=4, roles=(
+            "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+        t = Tracker(g, [1])
+        t.timeout()  # Day 1 -> Night 1 (no execution on Night 1)
+        t.timeout()  # Day 2
+        if public:
+            apply(g, Chat(3, public))
+        apply(g, DayAction(1, "jail", 3))
+        t.timeout()  # Voting
+        t.timeout()  # Night 2
+        if jail:
+            apply(g, Chat(3, jail))
+        t.observe()
+        memory = t.memories[1]
+        assert memory.phase == "night" and memory.you.prisoner == 3
+        assert any(a.ability == "execute" for a in memory.legal)  # the engine allows it
+        return [a.ability for a in offered(memory) if a.kind == "night"]
+
+    assert night_with(None, "I am the Doctor.") == []
+    assert night_with(None, None) == []  # nothing against them yet
+    assert night_with("I am the Jailor.", None) == ["execute"]  # the seat is the Jailor
+    assert night_with(None, "I will not tell you my role.") == ["execute"]
+    assert night_with(None, "im the godfather lol") == ["execute"]
+    # and in the jail, a Jailor's talk is about its prisoner
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+    t = Tracker(g, [1])
+    apply(g, Chat(7, "I am the Sheriff."))
+    apply(g, DayAction(1, "jail", 3))
+    t.timeout()  # Night 1
+    t.observe()
+    named = {m.target for m in move_table(t.memories[1]).speak.values()
+             if isinstance(m, (Accuse, Defend, Ask))}
+    assert named == {3}, named

@@ -25,7 +25,7 @@ from tossim.agents.actions import (
 from tossim.agents.loop import LoopConfig, ToolLoop, TurnResult
 from tossim.agents.memory import SeatMemory
 from tossim.agents.metrics import AgentMetrics, SeatMetrics
-from tossim.agents.moves import Move, move_table
+from tossim.agents.moves import Move, move_table, offered
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
 from tossim.engine.commands import Chat, Command, Judge, Vote, WriteDeathNote, WriteWill
@@ -182,6 +182,8 @@ class LLMSeat(ModelSeat):
         after its deadline counts as a miss."""
         self.said = []
         self.memory.update(obs)
+        if self.loop.config.speech == "moves":
+            self.memory.legal = offered(self.memory)
         if not self.memory.legal:
             self.memory.end_turn()
             return []

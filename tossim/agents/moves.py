@@ -44,7 +44,7 @@ from tossim.agents.actions import display_name
 from tossim.agents.grammar import Choice, Part
 from tossim.agents.memory import SeatMemory
 from tossim.agents.protocols import Parsed
-from tossim.engine.legal import IllegalCommand
+from tossim.engine.legal import IllegalCommand, LegalAction
 from tossim.engine.role_lists import RoleListError, parse_slot
 from tossim.engine.roles import ROLES, cover_claims, find_role
 from tossim.engine.state import MAX_WILL
@@ -612,8 +612,11 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # while a player stands trial the talk is about them (seen in the demo:
     # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
     # Player 6): charges, defences and questions name only the accused (who
-    # talks as on any day)
+    # talks as on any day); so does a Jailor's talk with its prisoner (seen
+    # in a lobby: "Leave Ann alone: they claimed Sheriff." in the jail)
     on_trial = memory.trial.get("accused") if memory.phase in TRIAL_PHASES else None
+    if memory.phase == "night" and memory.you.prisoner is not None:
+        on_trial = memory.you.prisoner
     if on_trial not in living:
         on_trial = None
     if on_trial is not None:
@@ -752,6 +755,41 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
     shown = _shown(memory)
     return _leaving_out(night, {shown(r.target) for r in own_results(memory)
                                 if r.kind in CHECKS})
+
+
+def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
+    """Whether a Jailor seat has a charge against its prisoner: a claim a
+    death or the seat's own unique role disproved, a suspicious result of the
+    seat's own, or, in jail tonight, a claim of a role that is not Town or a
+    refusal to claim."""
+    why = reasons(memory).get(prisoner, [])
+    if any(r.kind in ("death", "counter") or (
+            r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
+           for r in why):
+        return True
+    vocab = _vocab(memory)
+    for e in memory.events:
+        data = e.get("data") or {}
+        if (vocab is None or e["key"] != "chat.jail" or e["day"] != memory.day
+                or data.get("author") != prisoner):
+            continue
+        for c in vocab.parse(str(data.get("text", ""))):
+            if c.kind == cv.NO_CLAIM or (c.kind == cv.ROLE and c.role in ROLES
+                                          and ROLES[c.role].faction.value != "town"):
+                return True
+    return False
+
+
+def offered(memory: SeatMemory) -> list[LegalAction]:
+    """The legal actions a structured seat is offered (it may not abstain from
+    its phase's action, so what it is offered it does): a Jailor's execution
+    only with a charge against the prisoner (`execution_warranted`; seen in a
+    lobby: a Jailor seat executed its prisoner, the Doctor, who had claimed
+    Doctor in jail)."""
+    prisoner = memory.you.prisoner
+    return [a for a in memory.legal
+            if not (a.kind == "night" and a.ability == "execute" and prisoner is not None
+                    and not execution_warranted(memory, prisoner))]
 
 
 # ---- parsing and rendering -------------------------------------------------------------
