@@ -1133,3 +1133,19 @@ def test_a_jailor_seat_executes_only_a_prisoner_with_a_charge() -> None:
     named = {m.target for m in move_table(t.memories[1]).speak.values()
              if isinstance(m, (Accuse, Defend, Ask))}
     assert named == {3}, named
+
+
+def test_a_claim_of_a_role_the_town_must_lynch_is_a_charge() -> None:
+    """Seen in a lobby: Ann said "hi all, im godfather" and a Town seat said
+    "I trust Ann for now; they claimed Godfather." A claim of a role the Town
+    must lynch is a charge, never a defence; a Jester claim is neither."""
+    t = day3_investigator(((6, "im the godfather"), (1, "I am the Jester.")))
+    memory = t.memories[7]
+    table = move_table(memory)
+    about_6 = [m for m in table.speak.values() if isinstance(m, (Accuse, Defend)) and m.target == 6]
+    assert not [m for m in about_6 if isinstance(m, Defend)]
+    charges = [m for m in about_6 if isinstance(m, Accuse) and m.reason.kind == "confess"]
+    assert charges
+    said = render(charges[0], memory.names, random.Random(1))
+    assert "claimed Godfather, an enemy of the Town" in said, said
+    assert "confess" not in {r.kind for r in reasons(memory)[1]}

@@ -46,7 +46,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.protocols import Parsed
 from tossim.engine.legal import IllegalCommand, LegalAction
 from tossim.engine.role_lists import RoleListError, parse_slot
-from tossim.engine.roles import ROLES, cover_claims, find_role
+from tossim.engine.roles import ROLES, cover_claims, find_role, threat
 from tossim.engine.state import MAX_WILL
 
 SPEECH_MODES = ("free", "moves")
@@ -113,9 +113,11 @@ class Result:
 @dataclass(frozen=True)
 class Reason:
     """Why a player is accused or defended, taken from the seat's game:
-    `kind` vote | claim | result | will | death | counter | no_claim; `about`
-    the player. `death` and `counter` disprove a claim: the claimed role has
-    died, or it is a unique role this seat holds or has claimed."""
+    `kind` vote | claim | result | will | death | counter | confess |
+    no_claim; `about` the player. `death` and `counter` disprove a claim: the
+    claimed role has died, or it is a unique role this seat holds or has
+    claimed; `confess` is a claim of a role the Town must lynch (the
+    registry's `threat`: a Godfather, not a Jester)."""
 
     kind: str
     about: int
@@ -137,6 +139,8 @@ class Reason:
             return f"they claimed {self.role}, but the {self.role} is dead"
         if self.kind == "counter":
             return f"they claimed {self.role}, but I am the {self.role}"
+        if self.kind == "confess":
+            return f"they claimed {self.role}, an enemy of the Town"
         if self.kind == "will":
             return f"{name(self.other or 0)}'s will names them"
         if self.kind == "result" and self.result is not None:
@@ -398,6 +402,8 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
             out[s].append(Reason("death", s, day, role=role))
         elif role == mine and _unique(role):
             out[s].append(Reason("counter", s, day, role=role))
+        elif _enemy(role):
+            out[s].append(Reason("confess", s, day, role=role))
         out[s].append(Reason("claim", s, day, role=role))
     lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
     guilty: list[int] = []  # guilty verdicts of the current trial (before its outcome)
@@ -707,6 +713,13 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
     return out or kept
 
 
+def _enemy(role: str) -> bool:
+    """Whether a claimed role is one the Town must lynch (seen in a lobby: a
+    Town seat said "I trust Ann for now; they claimed Godfather.")."""
+    spec = find_role(role)
+    return spec is not None and spec.faction.value != "town" and threat(spec) > 0
+
+
 def _unique(role: str) -> bool:
     """Whether a role exists once a game, so two claims of it cannot both be true."""
     spec = find_role(role)
@@ -718,7 +731,7 @@ def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     nor the seat's own unique role has disproved (`known`: every reason
     about them), or the seat's result that they are not suspicious."""
     if reason.kind == "claim":
-        return not any(r.kind in ("death", "counter") for r in known)
+        return not any(r.kind in ("death", "counter", "confess") for r in known)
     return reason.kind == "result" and reason.result is not None \
         and reason.result.kind == "innocent"
 
@@ -759,11 +772,11 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
 
 def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
     """Whether a Jailor seat has a charge against its prisoner: a claim a
-    death or the seat's own unique role disproved, a suspicious result of the
-    seat's own, or, in jail tonight, a claim of a role that is not Town or a
-    refusal to claim."""
+    death or the seat's own unique role disproved, a claim of a role the Town
+    must lynch (in public, or in jail tonight), a suspicious result of the
+    seat's own, or a refusal to claim in jail tonight."""
     why = reasons(memory).get(prisoner, [])
-    if any(r.kind in ("death", "counter") or (
+    if any(r.kind in ("death", "counter", "confess") or (
             r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
            for r in why):
         return True
@@ -775,7 +788,7 @@ def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
             continue
         for c in vocab.parse(str(data.get("text", ""))):
             if c.kind == cv.NO_CLAIM or (c.kind == cv.ROLE and c.role in ROLES
-                                          and ROLES[c.role].faction.value != "town"):
+                                          and _enemy(ROLES[c.role].name)):
                 return True
     return False
 
