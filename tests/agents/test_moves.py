@@ -1149,3 +1149,15 @@ def test_a_claim_of_a_role_the_town_must_lynch_is_a_charge() -> None:
     said = render(charges[0], memory.names, random.Random(1))
     assert "claimed Godfather, an enemy of the Town" in said, said
     assert "confess" not in {r.kind for r in reasons(memory)[1]}
+
+
+def test_day_1_asks_only_what_can_be_answered() -> None:
+    """Seen in the demo: "Player 15, who are you voting for today?" on Day 1,
+    which has no vote (and no night has given anyone results yet)."""
+    g = new_game(GameConfig(players=7, seed=3))
+    memory = SeatMemory(2)
+    memory.update(view(g, Viewer.player(2), since=0))
+    topics = {m.topic for m in move_table(memory).speak.values() if isinstance(m, Ask)}
+    assert topics == {"role", "will"}
+    assert {m.topic for m in move_table(day3_investigator().memories[1]).speak.values()
+            if isinstance(m, Ask)} >= {"vote", "results"}

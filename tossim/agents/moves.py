@@ -57,6 +57,9 @@ QUESTIONS: dict[str, str] = {
     "vote": "{name}, who are you voting for today?",
     "will": "{name}, what is in your last will?",
 }
+# questions with no answer yet on Day 1: no night has passed, no vote is
+# held (seen in the demo: "Player 15, who are you voting for today?" on Day 1)
+DAY1_MOOT: dict[str, tuple[str, ...]] = {"day1": ("results", "vote")}
 DEATH_NOTES = ("We know your secret.", "You talked too much.", "Nothing personal.",
                "You were next on the list.", "Sleep well.")
 SHERIFF_SUSPICIOUS = frozenset({"night.sheriff_mafia", "night.sheriff_sk",
@@ -663,7 +666,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
                    if q.format(name=memory.name(s)) not in spoken
-                   and not (t == "role" and s in claimed)})
+                   and not (t == "role" and s in claimed)
+                   and t not in DAY1_MOOT.get(memory.phase, ())})
     for r_name in claims:
         true = r_name == own_role
         table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
