@@ -42,6 +42,9 @@ def test_a_claim_in_a_persons_own_words_is_heard(text: str, role: str) -> None:
     ("i'm sheriff, eve = sus", [(cv.ROLE, None), (cv.SUSPICIOUS, 5)]),
     ("don't vote bob", []), ("do not lynch Cleo", []), ("never vote dan", []),
     ("is bob sus?", []), ("Bob is sus?", []), ("who do we vote", []),
+    # a bot's reason, not a call: it names the dead (seen in 201 bot games)
+    ("Voting Cleo. They helped lynch Dan, and Dan was the Sheriff.", []),
+    ("let's lynch eve", [(cv.ACCUSE, 5)]),
 ])
 def test_a_call_to_vote_and_a_result_in_a_persons_own_words_are_heard(
         text: str, heard: list[tuple[str, int | None]]) -> None:

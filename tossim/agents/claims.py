@@ -203,6 +203,8 @@ class Vocabulary:
             if text[m.end():m.end() + 1] == "?" or _HEDGED.search(low, 0, m.start()):
                 continue
             kind = str(m.lastgroup)
+            if kind == "la" and not _CALL_OPENS.search(low, 0, m.start()):
+                continue  # "they helped lynch Player 6" calls for nothing
             who = self.slot_of_lower[" ".join(m.group(kind).lower().split())]
             out.append(Claim({"la": ACCUSE, "ls": SUSPICIOUS, "li": INNOCENT}[kind], who))
         return out
@@ -220,6 +222,10 @@ SHORT_NAMES = {"doc": "doctor", "inv": "investigator", "invest": "investigator",
 _LOOSE_HINTS = ("i am", "i'm", "im ", "i’m", "here")
 # what makes the words that follow no claim: a condition or a negation
 _HEDGED = re.compile(r"\b(?:if|not|don['’]?t|never)\s*$")
+# where a call to vote opens: a sentence's start, or a speaker's "I", "we",
+# "let's", "please", "just", "should" ("I vote bob", "let's lynch cleo")
+_CALL_OPENS = re.compile(
+    r"(?:^|[.!?,;:\n]|\b(?:i|we|let['’]?s|lets|pls|please|just|should|gotta))\s*$")
 
 
 @lru_cache(maxsize=1)
