@@ -10,7 +10,8 @@ from tests.agents.support import Tracker
 from tossim.agents import claims as cv
 from tossim.agents.moves import _claims
 from tossim.agents.scripted import ScriptedBot
-from tossim.engine import Chat, GameConfig, Viewer, apply, new_game, view
+from tossim.engine import Chat, GameConfig, PhaseTimeout, Viewer, apply, new_game, view
+from tossim.engine.roles import ROLES
 
 NAMES = ("Ann", "Bob", "Cleo", "Dan", "Eve", "Finn", "Gus")
 ROLES7 = ("sheriff", "doctor", "investigator", "jailor", "godfather", "mafioso", "lookout")
@@ -76,3 +77,30 @@ def test_bots_and_model_seats_hear_a_persons_claim_and_a_stand_in_keeps_it() -> 
     standin = ScriptedBot(7, 0)  # takes the Lookout's seat from here
     standin.decide(view(g, Viewer.player(7), since=0))
     assert standin._my_claim() == "doctor"
+
+
+def test_a_scripted_liar_picks_another_cover_than_its_teammate_announced() -> None:
+    """Seen in a lobby: a Framer seat and its Godfather, a bot, both claimed
+    Investigator. A model seat tells its team tonight's plan ("Tomorrow I
+    will claim X."); a scripted teammate reads it and claims another cover."""
+    from tossim.agents.talk import COVER_PLANS
+
+    def cover(heard: str | None) -> str:
+        g = new_game(GameConfig(players=7, seed=4))
+        mafia = [s for s in range(1, 8) if g.player(s).role in ("godfather", "mafioso",
+                                                                 "framer", "consigliere")]
+        me = next(s for s in mafia if g.player(s).role == "godfather")
+        mate = next(s for s in mafia if s != me)
+        apply(g, PhaseTimeout(g.phase_seq))  # Night 1
+        if heard is not None:
+            apply(g, Chat(mate, heard))
+        bot = ScriptedBot(me, 0)
+        bot.decide(view(g, Viewer.player(me), since=0))
+        if heard is not None:
+            assert any(e.key == "chat.mafia" for e in g.events)
+        return bot._my_claim()
+
+    alone = cover(None)
+    for plan in COVER_PLANS:
+        other = cover(plan.format(role=ROLES[alone].name))
+        assert other != alone, plan

@@ -304,6 +304,7 @@ class ScriptedBot:
         self.will = ""
         self.claimed = ""  # the role this bot has claimed in public (maybe fake)
         self.cover = ""  # an evil role's made-up Town role
+        self.team_covers: set[str] = set()  # covers teammates said they will claim
         self.accused_me = False
         self.votes: dict[int, int] = {}
         self.my_vote: int | None = None
@@ -707,7 +708,8 @@ class ScriptedBot:
         if not self.cover:  # chosen once, so the story never changes
             # a role of its own Investigator group, so a result cannot catch
             # the lie; else any Town role this game may have that nobody took
-            taken = set(self.claims.values()) | set(self.dead_role.values())
+            taken = (set(self.claims.values()) | set(self.dead_role.values())
+                     | self.team_covers)
             options = [r for r in cover_claims(ROLES[role])
                        if r not in taken and r in self.possible]
             if options:
@@ -1608,6 +1610,18 @@ def _on_start(b: ScriptedBot, d: dict[str, Any]) -> None:
     b._covers, b._grave_cache = None, None
 
 
+def _on_team_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
+    """A teammate's cover for tomorrow (a model seat tells its team): this
+    bot's own cover will be another (seen in a lobby: a Framer seat and its
+    Godfather both claimed Investigator)."""
+    if d.get("author") == b.slot:
+        return
+    role = talk.read_cover_plan(str(d.get("text", "")))
+    spec = find_role(role) if role else None
+    if spec is not None:
+        b.team_covers.add(spec.key)
+
+
 def _on_jail_chat(b: ScriptedBot, d: dict[str, Any]) -> None:
     author = d.get("author")
     if b.role != "jailor" or not isinstance(author, int) or author == b.slot:
@@ -1788,6 +1802,7 @@ _HANDLER_FUNCS: dict[str, Callable[[ScriptedBot, dict[str, Any]], None]] = {
     "chat.public": _on_chat,
     "dawn.draw_warning": _on_draw_warning,
     "chat.jail": _on_jail_chat,
+    "chat.mafia": _on_team_chat,
     "dawn.will": _on_will,
     "lynch.will": _on_will,
     "vote.cast": _on_vote,

@@ -16,6 +16,7 @@ reserved for role claims, "Vote X!" for accusations).
 from __future__ import annotations
 
 import random
+import re
 
 from tossim.agents import claims as cv
 
@@ -213,11 +214,26 @@ def claim_intro(rng: random.Random, accused: bool) -> str:
                       "Here is mine. "))
 
 
+COVER_PLANS = ("Tomorrow I will claim {role}.", "My cover tomorrow: {role}.",
+               "I will pose as the {role} tomorrow.")
+
+
 def cover_plan(rng: random.Random, role: str) -> str:
     """A false claim told to the seat's own team at night: the cover it
     will give the town, not a claim to teammates who know its role."""
-    return pick(rng, (f"Tomorrow I will claim {role}.", f"My cover tomorrow: {role}.",
-                      f"I will pose as the {role} tomorrow."))
+    return pick(rng, tuple(p.format(role=role) for p in COVER_PLANS))
+
+
+_COVER_PLAN = re.compile("|".join(
+    re.escape(p).replace(re.escape("{role}"), rf"(?P<r{i}>[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*)")
+    for i, p in enumerate(COVER_PLANS)))
+
+
+def read_cover_plan(text: str) -> str | None:
+    """The role a teammate said it will claim (`cover_plan`'s wordings), so
+    the team's other liars pick another cover."""
+    m = _COVER_PLAN.search(text)
+    return next((v for v in m.groupdict().values() if v), None) if m else None
 
 
 def claim_again(rng: random.Random) -> str:
