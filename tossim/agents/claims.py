@@ -87,6 +87,10 @@ class Claim:
     visitor: int | None = None
 
 
+# a role's name as the bots write it ("Sheriff", "Serial Killer")
+ROLE_WORD = r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*"
+
+
 class Vocabulary:
     """The parser for one game's player names (slot i+1 is names[i])."""
 
@@ -96,7 +100,7 @@ class Vocabulary:
         alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
         name = rf"(?<!\w)(?:{alts})(?!\w)"
         self._name = re.compile(name)
-        word = r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*"
+        word = ROLE_WORD
         self.pattern = re.compile(
             rf"I am the (?P<role>{word})\."
             rf"|(?P<sus>{name}) is suspicious!"

@@ -785,10 +785,11 @@ def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
            for r in why):
         return True
     vocab = _vocab(memory)
+    if vocab is None:
+        return False
     for e in memory.events:
         data = e.get("data") or {}
-        if (vocab is None or e["key"] != "chat.jail" or e["day"] != memory.day
-                or data.get("author") != prisoner):
+        if e["key"] != "chat.jail" or e["day"] != memory.day or data.get("author") != prisoner:
             continue
         for c in vocab.parse(str(data.get("text", ""))):
             if c.kind == cv.NO_CLAIM or (c.kind == cv.ROLE and c.role in ROLES

@@ -225,7 +225,7 @@ def cover_plan(rng: random.Random, role: str) -> str:
 
 
 _COVER_PLAN = re.compile("|".join(
-    re.escape(p).replace(re.escape("{role}"), rf"(?P<r{i}>[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*)")
+    re.escape(p).replace(re.escape("{role}"), rf"(?P<r{i}>{cv.ROLE_WORD})")
     for i, p in enumerate(COVER_PLANS)))
 
 
