@@ -1161,3 +1161,19 @@ def test_day_1_asks_only_what_can_be_answered() -> None:
     assert topics == {"role", "will"}
     assert {m.topic for m in move_table(day3_investigator().memories[1]).speak.values()
             if isinstance(m, Ask)} >= {"vote", "results"}
+
+
+def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
+    """Seen in a lobby: a Framer seat and its Godfather, both model seats,
+    each told the team "I will pose as the Medium tomorrow." The teammate
+    with the lower seat number keeps its plan; the other picks another."""
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "framer", "godfather", "doctor", "lookout", "sheriff", "medium")))
+    t = Tracker(g, [2, 3])
+    t.timeout()  # Night 1
+    apply(g, Chat(2, "Tomorrow I will claim Bodyguard."))
+    apply(g, Chat(3, "I will pose as the Escort tomorrow."))
+    t.observe()
+    framer, godfather = t.memories[2], t.memories[3]
+    assert "Bodyguard" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
+    assert "Escort" in claimable(framer, game_roles(framer), own_claim(framer))

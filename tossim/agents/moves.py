@@ -354,17 +354,29 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
 
 def _fitting_covers(memory: SeatMemory, covers: list[str],
                     claimed: Mapping[int, Sequence[tuple[int, str]]]) -> list[str]:
-    """The covers a liar can hold: none that a teammate or anyone else has
-    claimed, nor a unique role already dead, and the ones an Investigator's
+    """The covers a liar can hold: none that a teammate has claimed or said
+    it will claim, nor one anyone else has claimed, nor one a death
+    disproves, and the ones an Investigator's
     result cannot catch (the registry's `cover_claims`) if any are left;
     failing that, none a teammate claimed or a death disproved; failing
     that, all (seen in a lobby: a Framer seat claimed Investigator after its
     Godfather had, beside the real Investigator)."""
     mates = set(memory.you.teammates or ())
     by_team = {role for s, said in claimed.items() if s in mates for _day, role in said}
+    # and the covers teammates told the team they will claim (`talk.cover_plan`;
+    # seen in a lobby: a Framer and its Godfather, both model seats, each
+    # planned to pose as the Medium); a teammate with a lower seat number
+    # keeps its plan, so two seats that planned at once do not both give way
+    by_team |= {role for e in memory.events
+                if e["key"] == "chat.mafia"
+                and (author := (e.get("data") or {}).get("author")) in mates
+                and author < memory.slot
+                and (role := talk.read_cover_plan(str(e["data"].get("text", "")))) is not None}
     by_others = {role for s, said in claimed.items()
                  if s not in mates and s != memory.slot for _day, role in said}
-    dead = {p.role for p in memory.dead() if p.role and _unique(p.role)}
+    dead_roles = {p.role for p in memory.dead() if p.role}
+    # seen in a lobby: a Framer's will claimed Sheriff the day the Sheriff died
+    dead = {r for r in covers if _died_out(r, dead_roles) or (r in dead_roles and _unique(r))}
     spec = find_role(memory.you.role) if memory.you.role else None
     safe = ({ROLES[k].name for k in cover_claims(spec) if k in ROLES}
             if spec is not None else set())
@@ -401,7 +413,7 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
         if s not in out:
             continue
         day, role = said[-1]
-        if role in dead_roles and role not in ("Mafioso", "Vigilante", "Veteran"):
+        if _died_out(role, dead_roles):
             out[s].append(Reason("death", s, day, role=role))
         elif role == mine and _unique(role):
             out[s].append(Reason("counter", s, day, role=role))
@@ -715,6 +727,12 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
         else:
             out.append(c)
     return out or kept
+
+
+def _died_out(role: str, dead_roles: set[str]) -> bool:
+    """Whether a death disproves a claim of `role`: its holder has died (the
+    roles the game may deal again, or that pass on, excepted)."""
+    return role in dead_roles and role not in ("Mafioso", "Vigilante", "Veteran")
 
 
 def _enemy(role: str) -> bool:
