@@ -1030,6 +1030,23 @@ def test_a_cover_is_one_nobody_has_claimed_and_an_investigator_cannot_catch() ->
     assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Doctor"]
 
 
+def test_a_liar_poses_as_a_role_the_game_deals_more_than_once() -> None:
+    """Seen in a lobby: a Godfather seat claimed Jailor, and the living Jailor
+    counter-claimed. A role dealt once a game is a cover only when no shared
+    role fits."""
+    g = new_game(GameConfig(players=7, seed=5, roles=(
+        "jailor", "godfather", "mayor", "doctor", "mafioso", "sheriff", "lookout")))
+    t = Tracker(g, [2])
+    t.observe()
+    godfather = t.memories[2]
+    town = ["Jailor", "Mayor", "Doctor", "Sheriff", "Lookout"]  # no Bodyguard to hide as
+    assert claimable(godfather, town, None) == ["Doctor", "Sheriff", "Lookout"]
+    for slot, role in ((4, "Doctor"), (6, "Sheriff"), (7, "Lookout")):
+        apply(g, Chat(slot, f"I am the {role}."))
+    t.observe()  # every shared role is claimed: a unique one is all that is left
+    assert claimable(godfather, town, None) == ["Jailor", "Mayor"]
+
+
 def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
     """Seen in the demo: "I trust Player 5 for now; they claimed Lookout." in
     the Judgement of Player 6. In a trial's phases every seat's charges,

@@ -357,7 +357,8 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
     """The covers a liar can hold: none that a teammate has claimed or said
     it will claim, nor one anyone else has claimed, nor one a death
     disproves, and the ones an Investigator's
-    result cannot catch (the registry's `cover_claims`) if any are left;
+    result cannot catch (the registry's `cover_claims`) if any are left,
+    roles dealt more than once before unique ones;
     failing that, none a teammate claimed or a death disproved; failing
     that, all (seen in a lobby: a Framer seat claimed Investigator after its
     Godfather had, beside the real Investigator)."""
@@ -383,8 +384,11 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
     free = [r for r in covers if r not in by_team | by_others | dead]
     for tier in ([r for r in free if r in safe], free,
                  [r for r in covers if r not in by_team | dead]):
+        # a role the game deals once is a poor lie while its holder may
+        # still speak (seen in a lobby: a Godfather claimed Jailor and the
+        # Jailor counter-claimed), so a shared role goes first if one fits
         if tier:
-            return tier
+            return [r for r in tier if not _unique(r)] or tier
     return covers
 
 
