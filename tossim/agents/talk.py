@@ -262,13 +262,13 @@ def day1_openers(me: str, other: str) -> tuple[str, ...]:
     """Day 1 words (nobody knows anything yet), each naming a player; a bot
     says one nobody has said in this game yet, names aside."""
     return (f"Hi all. {other}, how is your night looking?",
-            f"Good luck everyone. I will keep notes on who claims what, {other}.",
+            f"Good luck everyone. {other}, I will keep notes on who claims what.",
             f"Morning, town. Let's keep it calm today, {other} included.",
             f"{me} here. I will share what I learn when it matters.",
             f"Hello {other}. Let's watch the votes closely this game.",
             f"Quiet start. {other}, anything on your mind?",
             f"First day, {other}. No claims yet, please.",
-            f"Let's not lynch blind today, {other}.")
+            f"{other}, let's not lynch blind today.")
 
 
 def vote_reason(rng: random.Random, name: str, reason: str | None) -> str:
