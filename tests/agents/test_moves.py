@@ -1047,6 +1047,40 @@ def test_a_liar_poses_as_a_role_the_game_deals_more_than_once() -> None:
     assert claimable(godfather, town, None) == ["Jailor", "Mayor"]
 
 
+def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:
+    """Seen in a lobby: "I trust Ann for now; they claimed Investigator." on
+    Day 1, in Day 2's discussion and again in its vote. A seat says a
+    defence (the player and the reason) once a game; when that player stands
+    trial it may say it again, once that day."""
+    t = day3_investigator()
+    sheriff = t.memories[1]
+
+    def defences() -> list[Defend]:
+        return [m for m in move_table(sheriff).speak.values()
+                if isinstance(m, Defend) and m.target == 5]
+
+    first = defences()
+    assert first, "Player 5 claimed Lookout on Day 2"
+    apply(t.game, Chat(1, render(first[0], sheriff.names, random.Random(2))))
+    t.observe()
+    assert first[0] not in defences()
+
+    def trial_of_5() -> None:
+        for voter in (2, 4, 6, 7):
+            apply(t.game, Vote(voter, 5))
+        t.observe()
+        assert sheriff.phase == "defense"
+
+    trial_of_5()  # said today already
+    assert first[0] not in defences()
+    for _ in range(5):  # judgement (spared), voting, night, Day 4's discussion
+        t.timeout()
+    t.observe()
+    assert (sheriff.day, sheriff.phase) == (4, "voting") and first[0] not in defences()
+    trial_of_5()  # a new day, and Player 5 stands trial
+    assert first[0] in defences()
+
+
 def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
     """Seen in the demo: "I trust Player 5 for now; they claimed Lookout." in
     the Judgement of Player 6. In a trial's phases every seat's charges,

@@ -542,6 +542,14 @@ def announced_vote(memory: SeatMemory) -> int | None:
     return said[0] if said else None
 
 
+def _defended(memory: SeatMemory, target: int, reason: Reason, spoken: str) -> bool:
+    """Whether `spoken` (the seat's own lines) holds this defence in any of
+    its wordings (`render`; names as written there: unescaped)."""
+    who, why = memory.name(target), reason.sentence(memory.name)
+    return any(w.format(who=who, why=why, Why=talk._cap(why)) in spoken
+               for w in DEFEND_WORDINGS)
+
+
 def defended_today(memory: SeatMemory) -> set[int]:
     """The living players this seat spoke up for today ("I trust Player 6
     for now; ..."): its vote example and vote plans leave them out while
@@ -658,10 +666,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
+    # A defence is said once a game, or once a day for the accused (seen in
+    # a lobby: "I trust Ann for now; they claimed Investigator." on Day 1,
+    # in Day 2's discussion and again in its vote)
     speak_for = [on_trial] if on_trial is not None else living
+    today = "\n".join(text for day, text in lines if day == memory.day)
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
+        heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
-              {r.phrase(name): Defend(s, r) for r in why.get(s, ()) if _clears(r, why[s])})
+              {r.phrase(name): Defend(s, r) for r in why.get(s, ())
+               if _clears(r, why[s]) and not _defended(memory, s, r, heard)})
     if memory.phase in VOTE_PLAN_PHASES:
         planned = ([plan] if plan in others
                    else [s for s in others if s not in trust] or others)
