@@ -1047,6 +1047,23 @@ def test_a_liar_poses_as_a_role_the_game_deals_more_than_once() -> None:
     assert claimable(godfather, town, None) == ["Jailor", "Mayor"]
 
 
+def test_a_role_the_list_deals_once_is_counter_claimed_by_its_holder() -> None:
+    """Seen in a lobby: in a 7-player Classic game, whose list has one
+    Medium, the real Medium seat said "I trust Player 7 for now; they claimed
+    Medium." about the Framer. A claim of the seat's own role, when the
+    list deals it once, is a charge and never a defence."""
+    g = new_game(GameConfig(players=7, seed=11))
+    roles = {p.role: p.slot for p in g.players}
+    medium, framer = roles["medium"], roles["framer"]
+    t = Tracker(g, [medium])
+    apply(g, Chat(framer, "I am the Medium."))
+    t.observe()
+    speak = move_table(t.memories[medium]).speak
+    about = [m for m in speak.values() if isinstance(m, (Accuse, Defend)) and m.target == framer]
+    assert about and all(isinstance(m, Accuse) for m in about), about
+    assert f"accuse Player {framer}: they claimed Medium, but I am the Medium" in speak
+
+
 def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:
     """Seen in a lobby: "I trust Ann for now; they claimed Investigator." on
     Day 1, in Day 2's discussion and again in its vote. A seat says a

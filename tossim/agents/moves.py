@@ -118,8 +118,8 @@ class Reason:
     """Why a player is accused or defended, taken from the seat's game:
     `kind` vote | claim | result | will | death | counter | confess |
     no_claim; `about` the player. `death` and `counter` disprove a claim: the
-    claimed role has died, or it is a unique role this seat holds or has
-    claimed; `confess` is a claim of a role the Town must lynch (the
+    claimed role has died, or the game deals it once (`dealt_once`) and this
+    seat holds or has claimed it; `confess` is a claim of a role the Town must lynch (the
     registry's `threat`: a Godfather, not a Jester)."""
 
     kind: str
@@ -266,24 +266,42 @@ def own_results(memory: SeatMemory) -> list[Result]:
     return out
 
 
+def _slot_keys(memory: SeatMemory) -> list[frozenset[str]]:
+    """For each slot of this game's role list, the role keys it may deal
+    (categories expanded); none when the list is unknown."""
+    out: list[frozenset[str]] = []
+    for e in memory.events:
+        if e["key"] == "game.start":
+            for s in (str(x) for x in e["data"].get("role_list", ())):
+                try:
+                    out.append(frozenset(r.key for r in parse_slot(
+                        s.replace("_", " ")).candidates(custom=False)))
+                except RoleListError:
+                    r = find_role(s)
+                    out.append(frozenset({r.key}) if r is not None else frozenset())
+            break
+    return out
+
+
 def game_roles(memory: SeatMemory) -> list[str]:
     """Role names that can be in this game (its role list, categories
     expanded), in registry order; every role when the list is unknown."""
-    slots: list[str] = []
-    for e in memory.events:
-        if e["key"] == "game.start":
-            slots = [str(s) for s in e["data"].get("role_list", ())]
-            break
-    keys: set[str] = set()
-    for s in slots:
-        try:
-            keys.update(r.key for r in parse_slot(s.replace("_", " ")).candidates(custom=False))
-        except RoleListError:
-            r = find_role(s)
-            if r is not None:
-                keys.add(r.key)
+    keys = frozenset().union(*_slot_keys(memory))
     return [r.name for k, r in ROLES.items()
             if k in keys or (not keys and not r.custom_only)]
+
+
+def dealt_once(memory: SeatMemory) -> frozenset[str]:
+    """Role names this game has at most one of, so two claims of one cannot
+    both be true: the unique roles (Jailor, Mayor, ...), and, when the role
+    list is known, every role only one of its slots can deal (seen in a
+    lobby: in a 7-player Classic game, whose list has one Medium, the real
+    Medium seat said "I trust Player 7 for now; they claimed Medium.")."""
+    slots = _slot_keys(memory)
+    once = {r.name for r in ROLES.values() if r.unique}
+    if slots:
+        once |= {r.name for k, r in ROLES.items() if sum(k in s for s in slots) == 1}
+    return frozenset(once)
 
 
 def _vocab(memory: SeatMemory) -> cv.Vocabulary | None:
@@ -358,7 +376,7 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
     it will claim, nor one anyone else has claimed, nor one a death
     disproves, and the ones an Investigator's
     result cannot catch (the registry's `cover_claims`) if any are left,
-    roles dealt more than once before unique ones;
+    roles the game may deal more than once before the others (`dealt_once`);
     failing that, none a teammate claimed or a death disproved; failing
     that, all (seen in a lobby: a Framer seat claimed Investigator after its
     Godfather had, beside the real Investigator)."""
@@ -377,7 +395,8 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
                  if s not in mates and s != memory.slot for _day, role in said}
     dead_roles = {p.role for p in memory.dead() if p.role}
     # seen in a lobby: a Framer's will claimed Sheriff the day the Sheriff died
-    dead = {r for r in covers if _died_out(r, dead_roles) or (r in dead_roles and _unique(r))}
+    once = dealt_once(memory)
+    dead = {r for r in covers if _died_out(r, dead_roles) or (r in dead_roles and r in once)}
     spec = find_role(memory.you.role) if memory.you.role else None
     safe = ({ROLES[k].name for k in cover_claims(spec) if k in ROLES}
             if spec is not None else set())
@@ -388,7 +407,7 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
         # still speak (seen in a lobby: a Godfather claimed Jailor and the
         # Jailor counter-claimed), so a shared role goes first if one fits
         if tier:
-            return [r for r in tier if not _unique(r)] or tier
+            return [r for r in tier if r not in once] or tier
     return covers
 
 
@@ -413,13 +432,14 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
                 out[s].append(Reason("will", s, other=p.slot))
     claimed = _claims(memory) if claimed is None else claimed
     mine = own_claim(memory, claimed.get(memory.slot, ())) or memory.you.role
+    once = dealt_once(memory)
     for s, said in claimed.items():
         if s not in out:
             continue
         day, role = said[-1]
         if _died_out(role, dead_roles):
             out[s].append(Reason("death", s, day, role=role))
-        elif role == mine and _unique(role):
+        elif role == mine and role in once:
             out[s].append(Reason("counter", s, day, role=role))
         elif _enemy(role):
             out[s].append(Reason("confess", s, day, role=role))
@@ -760,15 +780,9 @@ def _enemy(role: str) -> bool:
     return spec is not None and spec.faction.value != "town" and threat(spec) > 0
 
 
-def _unique(role: str) -> bool:
-    """Whether a role exists once a game, so two claims of it cannot both be true."""
-    spec = find_role(role)
-    return spec is not None and spec.unique
-
-
 def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     """Whether `reason` speaks for its player: a claim that neither a death
-    nor the seat's own unique role has disproved (`known`: every reason
+    nor the seat's own role (dealt once) has disproved (`known`: every reason
     about them), or the seat's result that they are not suspicious."""
     if reason.kind == "claim":
         return not any(r.kind in ("death", "counter", "confess") for r in known)
@@ -812,7 +826,7 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
 
 def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
     """Whether a Jailor seat has a charge against its prisoner: a claim a
-    death or the seat's own unique role disproved, a claim of a role the Town
+    death or the seat's own role (dealt once) disproved, a claim of a role the Town
     must lynch (in public, or in jail tonight), a suspicious result of the
     seat's own, or a refusal to claim in jail tonight."""
     why = reasons(memory).get(prisoner, [])
