@@ -119,8 +119,8 @@ class Reason:
     `kind` vote | claim | result | will | death | counter | confess |
     no_claim; `about` the player. `death` and `counter` disprove a claim: the
     claimed role has died, or the game deals it once (`dealt_once`) and this
-    seat holds or has claimed it; `confess` is a claim of a role the Town must lynch (the
-    registry's `threat`: a Godfather, not a Jester)."""
+    seat holds or has claimed it; `confess` is a claim of a role the Town
+    must lynch (the registry's `threat`: a Godfather, not a Jester)."""
 
     kind: str
     about: int
@@ -826,9 +826,9 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
 
 def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
     """Whether a Jailor seat has a charge against its prisoner: a claim a
-    death or the seat's own role (dealt once) disproved, a claim of a role the Town
-    must lynch (in public, or in jail tonight), a suspicious result of the
-    seat's own, or a refusal to claim in jail tonight."""
+    death or the seat's own role (dealt once) disproved, a claim of a role
+    the Town must lynch (in public, or in jail tonight), a suspicious result
+    of the seat's own, or a refusal to claim in jail tonight."""
     why = reasons(memory).get(prisoner, [])
     if any(r.kind in ("death", "counter", "confess") or (
             r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
