@@ -40,13 +40,16 @@ def test_the_extractive_summary_quotes_whole_thoughts() -> None:
     cut from "Do not lynch Player 1. They claimed Doctor."; an accusation and
     its reason were two quotes of one speaker. A message's stating sentences
     are one quote, a sentence that leans on the one before keeps it, and
-    small talk stays out."""
+    small talk stays out. A claim in a person's own words is quoted too."""
     t = day3_investigator(((6, "Do not lynch Player 1. They voted for Player 2 on Day 2."),
                            (8, "Hello all. Vote Player 4! I say this because they lied."),
                            (9, "Good morning everyone. Nice weather."),
-                           (1, "Player 5 is my friend. They claimed Lookout.")))
+                           (1, "Player 5 is my friend. They claimed Lookout."),
+                           (2, "hi all, im doc")))
     text = fallback_summary(t.memories[7], 3)
     assert 'Player 6: "Do not lynch Player 1. They voted for Player 2 on Day 2."' in text
     assert 'Player 1: "Player 5 is my friend. They claimed Lookout."' in text
     assert 'Player 8: "Vote Player 4! I say this because they lied."' in text
     assert "Hello all" not in text and "weather" not in text
+    # a claim in a person's own words (seen in a lobby: "hi all, im Investigator")
+    assert 'Player 2: "hi all, im doc"' in text

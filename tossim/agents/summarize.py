@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tossim.agents.claims import loose_claim
 from tossim.agents.escape import escape_text, quote
 from tossim.agents.guard import degenerate
 from tossim.agents.memory import SeatMemory
@@ -63,7 +64,10 @@ def _claim_sentences(text: str) -> str:
     summary: 'Player 2: "They claimed Doctor."', cut from 'Do not lynch
     Player 1. They claimed Doctor.'); "" when it states nothing."""
     sentences = _SENTENCE.split(text.strip())
-    keep = [bool(_CLAIMY.search(s)) for s in sentences]
+    # a claim in a person's own words too (seen in a lobby's Day 1 summary:
+    # two seats' "I trust Ann for now; they claimed Investigator." without
+    # Ann's "hi all, im Investigator")
+    keep = [bool(_CLAIMY.search(s)) or loose_claim(s) is not None for s in sentences]
     for i in range(len(sentences) - 1, 0, -1):
         if keep[i] and _LEANS.match(sentences[i]):
             keep[i - 1] = True
