@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from tossim.agents import bot_hints
+from tossim.agents import bot_hints, talk
 from tossim.agents.scripted import ScriptedBot
 from tossim.engine.legal import LegalAction
 from tossim.engine.roles import GROUP_OF, ROLES, Faction, cover_claims, threat
@@ -86,12 +86,12 @@ def test_an_arsonist_ignites_when_its_lone_opponent_is_doused() -> None:
     assert bot_hints.douse(bot, action) == (4,)  # targeting itself ignites
 
 
-def _started(bot: ScriptedBot, mode: str) -> ScriptedBot:
+def _started(bot: ScriptedBot, mode: str, players: int | None = None) -> ScriptedBot:
     """The bot has seen a game of `mode` start (its role list)."""
     from tossim.agents.scripted import _on_start
     from tossim.engine.rules import make_config, new_game
 
-    game = new_game(make_config(mode, None, 0, None))
+    game = new_game(make_config(mode, players, 0, None))
     start = next(e for e in game.events if e.key == "game.start")
     _on_start(bot, dict(start.data))
     return bot
@@ -164,6 +164,18 @@ def test_a_claim_the_list_seldom_backs_is_weighed_on_the_stand() -> None:
     bot.claims.update({2: "bodyguard", 3: "sheriff"})
     bot.own[2] = bot.own[3] = 0.3
     assert bot._verdict(2) == "guilty" and bot._verdict(3) == "innocent"
+
+
+def test_a_claim_of_the_bots_own_role_is_a_lie_when_the_list_deals_it_once() -> None:
+    """A 7-player Classic list deals one Medium (seen in a lobby: its Framer
+    claimed Medium): the Medium bot knows the claimant lies, as it would for a
+    unique role, and lynches them on the stand, with nothing else against
+    them."""
+    bot = _started(_town_bot(), "classic", 7)
+    bot.role = "medium"
+    bot.claims[2] = "medium"
+    assert bot._verdict(2) == "guilty"
+    assert bot._why(2) in talk.reason_my_role("Medium")
 
 
 def test_an_investigator_result_that_fits_a_claim_clears_only_as_far_as_the_group_is_town() -> None:

@@ -29,7 +29,7 @@ from tossim.store import Store
 pytest.importorskip("openai")
 pytestmark = [needs_vllm, pytest.mark.model]
 
-ROLES = ["Sheriff", "Mafioso", "Doctor"]  # one seat per entry; over in a night or two
+ROLES = ["Sheriff", "Mafioso", "Investigator"]  # one seat per entry; no heal: over in a night
 
 
 async def test_three_entries_scripted_chat_and_local(tmp_path: Path, vllm_chat_url: str) -> None:

@@ -542,6 +542,14 @@ class ScriptedBot:
             base *= 1.0 - self._doubt(claim, False, grave)
         return base * self.credit.get(src, 1.0)
 
+    def _once(self, role: str) -> bool:
+        """Whether this game has at most one `role`, so two claims of it
+        cannot both be true: a unique role, or one only one slot of the list
+        deals (a 7-player Classic list has one Medium: seen in a lobby, the
+        Framer claimed Medium there; the model seats' `moves.dealt_once` is
+        the same rule)."""
+        return ROLES[role].unique or self.odds.slots.get(role, 2) <= 1
+
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
         """Roles seen at death, and how many living players claim each role."""
         if self._stats is None:
@@ -652,7 +660,7 @@ class ScriptedBot:
                 s[p] += NOT_TOWN_CLAIM + r if r >= 0.0 else 0.0
             elif c in dead_roles:
                 # a second player of a dead role: unlikely when few slots can deal it
-                s[p] += 1.5 if ROLES[c].unique else 1.6 / max(2, self.odds.slots.get(c, 2))
+                s[p] += 1.5 if self._once(c) else 1.6 / max(2, self.odds.slots.get(c, 2))
             else:
                 if claimants[c] > 1:  # two living players claim the same role
                     s[p] += 0.7 / max(2, self.odds.slots.get(c, 2))  # unless the list deals many
@@ -860,14 +868,14 @@ class ScriptedBot:
         if claim is not None and t not in self.revealed:
             cname = ROLES[claim].name
             dead_roles, _ = self._claim_stats()
-            if claim in dead_roles and ROLES[claim].unique:
+            if claim in dead_roles and self._once(claim):
                 return talk.pick(rng, talk.reason_claimed_dead_role(cname))
             if claim == self.role and ROLES[self.role].faction is Faction.TOWN \
-                    and ROLES[claim].unique:
+                    and self._once(claim):
                 return talk.pick(rng, talk.reason_my_role(cname))
             other = next((p for p, c in sorted(self.claims.items()) if c == claim and p != t
                           and p in self.alive and p != self.slot), None)
-            if other is not None and ROLES[claim].unique:
+            if other is not None and self._once(claim):
                 return talk.pick(rng, talk.reason_counterclaim(cname, self._name(other)))
         for kind, dead, role in self.marks.get(t, ()):
             rname = ROLES[role].name if role in ROLES else role
@@ -1365,10 +1373,11 @@ class ScriptedBot:
             return "guilty"  # no role, no defence: the Town cannot clear them
         dead_roles, claimants = self._claim_stats()
         r = ROLES[claim]
-        if r.faction is not Faction.TOWN or (r.unique and claim in dead_roles):
-            return "guilty"  # claims an evil role, or a unique role already dead
-        contested = (claim in dead_roles or claimants.get(claim, 0) > 1
-                     or (claim == self.role and ROLES[self.role].unique))
+        if self._once(claim) and (claim in dead_roles or claim == self.role):
+            return "guilty"  # the game's only one of that role is dead, or is me
+        if r.faction is not Faction.TOWN:
+            return "guilty"  # claims an evil role
+        contested = claim in dead_roles or claimants.get(claim, 0) > 1
         # an uncontested Town claim needs real evidence (a result, a caught lie);
         # with a draw by time near, a lynch on slighter grounds beats none
         if not contested:  # on the stand, a claim the list seldom backs is weighed again
