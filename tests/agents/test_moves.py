@@ -1064,6 +1064,24 @@ def test_a_role_the_list_deals_once_is_counter_claimed_by_its_holder() -> None:
     assert f"accuse Player {framer}: they claimed Medium, but I am the Medium" in speak
 
 
+def test_a_made_up_result_is_said_once_a_day() -> None:
+    """Seen in a lobby: a Framer seat said "What I found: Player 3 is not
+    suspicious." in the discussion and "Results: Player 3 is not
+    suspicious." in the Judgement of the same day. A lie, like a true
+    result, is told once a day."""
+    t = day3_investigator()
+    godfather = t.memories[2]
+
+    def lies() -> dict[str, Report]:
+        return {k: m for k, m in move_table(godfather).speak.items()
+                if isinstance(m, Report) and m.lie}
+
+    told = next(iter(lies().values()))
+    apply(t.game, Chat(2, render(told, godfather.names, random.Random(1))))
+    t.observe()
+    assert told not in lies().values() and lies()
+
+
 def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:
     """Seen in a lobby: "I trust Ann for now; they claimed Investigator." on
     Day 1, in Day 2's discussion and again in its vote. A seat says a

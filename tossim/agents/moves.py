@@ -621,6 +621,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     mine = own_results(memory)
     lines = own_public_lines(memory)
     spoken = "\n".join(text for _day, text in lines)
+    today = "\n".join(text for day, text in lines if day == memory.day)
     group("report", "report ", {r.phrase(name): Report(r) for r in unreported(memory, mine)})
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
@@ -629,14 +630,19 @@ def move_table(memory: SeatMemory) -> MoveTable:
     others = [s for s in living if s not in mates]
     # made-up results are the deceiving side's: never a Town seat's, never
     # before a night has passed, and only while they fit the seat's claim
-    # (they are a Sheriff's results)
+    # (they are a Sheriff's results), and, like a true result, one is said
+    # once a day (seen in a lobby: a Framer's "What I found: Player 3 is not
+    # suspicious." in the discussion and "Results: Player 3 is not
+    # suspicious." in the Judgement)
     lies: dict[str, Move] = {}
     if memory.you.faction != "town" and memory.day >= 2 and (
             said in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
                 r = Result(kind, s)
-                lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine), lie=True)
+                if r.sentence(memory.name) not in today:
+                    lies[r.phrase(name)] = Report(r, any(r.same_as(x) for x in mine),
+                                                  lie=True)
     group("lie", "lie ", lies)
     # a reason backs only the side it argues: a claim alone is no charge,
     # and only a claim no death has disproved or a clearing result is a
@@ -690,7 +696,6 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a lobby: "I trust Ann for now; they claimed Investigator." on Day 1,
     # in Day 2's discussion and again in its vote)
     speak_for = [on_trial] if on_trial is not None else living
-    today = "\n".join(text for day, text in lines if day == memory.day)
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
