@@ -1082,6 +1082,29 @@ def test_a_made_up_result_is_said_once_a_day() -> None:
     assert told not in lies().values() and lies()
 
 
+def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
+    """Seen in a lobby: "Vote Player 4! Because they voted for Ann on Day 2."
+    after Ann was lynched as the Godfather. A trial vote against a player
+    since shown to be an enemy of the Town is no reason to suspect the
+    voter."""
+    t = day3_investigator()
+    for voter in (1, 5, 6, 7):
+        apply(t.game, Vote(voter, 4))  # Player 4, the Mafioso
+    t.timeout()  # Judgement
+    t.observe()
+    for p in t.memories[1].living():
+        if p.slot != 4:
+            apply(t.game, Judge(p.slot, "guilty"))
+    t.timeout()  # Last Words
+    t.timeout()  # Night 3
+    t.timeout()  # Day 4
+    t.observe()
+    jester = t.memories[8]
+    assert jester.day == 4 and 4 not in {p.slot for p in jester.living()}
+    votes = [r for r in reasons(jester)[5] if r.kind == "vote"]
+    assert not [r for r in votes if r.other == 4], votes
+
+
 def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:
     """Seen in a lobby: "I trust Ann for now; they claimed Investigator." on
     Day 1, in Day 2's discussion and again in its vote. A seat says a
@@ -1119,8 +1142,8 @@ def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:
 def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
     """Seen in the demo: "I trust Player 5 for now; they claimed Lookout." in
     the Judgement of Player 6. In a trial's phases every seat's charges,
-    defences and questions name only the accused; the accused talks as on
-    any day."""
+    defences and questions name only the accused; the accused speaks for
+    itself and charges others."""
     t = day3_investigator()
     for voter in (1, 2, 5, 6):
         apply(t.game, Vote(voter, 4))
@@ -1139,6 +1162,9 @@ def test_while_a_player_stands_trial_the_talk_is_about_them() -> None:
             assert named == {4}, (phase, slot, named)
         accused = move_table(t.memories[4])
         assert {m.target for m in accused.speak.values() if isinstance(m, Accuse)} - {4}
+        # it speaks for itself (seen in a lobby: "Leave Player 7 alone: they
+        # claimed Doctor." in the seat's own Defense): no defences, no questions
+        assert not [m for m in accused.speak.values() if isinstance(m, (Defend, Ask))]
     t.timeout()  # no verdicts: Player 4 is spared, and the vote goes on
     t.observe()
     after = t.memories[1]

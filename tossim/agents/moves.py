@@ -445,11 +445,15 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
             out[s].append(Reason("confess", s, day, role=role))
         out[s].append(Reason("claim", s, day, role=role))
     lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
+    # a vote against a player since shown to be an enemy of the Town is no
+    # charge (seen in a lobby: "Vote Player 4! Because they voted for Ann on
+    # Day 2." after Ann was lynched as the Godfather)
+    enemies = {p.slot for p in memory.dead() if p.role and _enemy(p.role)}
     guilty: list[int] = []  # guilty verdicts of the current trial (before its outcome)
     for e in memory.events:
         d = e.get("data", {})
         if e["key"] in ("vote.cast", "vote.changed") and d.get("voter") in out \
-                and isinstance(d.get("target"), int):
+                and isinstance(d.get("target"), int) and d["target"] not in enemies:
             out[d["voter"]].append(Reason("vote", d["voter"], e["day"], other=d["target"]))
         elif e["key"] == "judge.vote" and d.get("verdict") == "guilty":
             guilty.append(d.get("voter"))
@@ -670,10 +674,14 @@ def move_table(memory: SeatMemory) -> MoveTable:
     trust = trusted(memory, mine)
     # while a player stands trial the talk is about them (seen in the demo:
     # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
-    # Player 6): charges, defences and questions name only the accused (who
-    # talks as on any day); so does a Jailor's talk with its prisoner (seen
-    # in a lobby: "Leave Ann alone: they claimed Sheriff." in the jail)
+    # Player 6): charges, defences and questions name only the accused; so
+    # does a Jailor's talk with its prisoner (seen in a lobby: "Leave Ann
+    # alone: they claimed Sheriff." in the jail). The accused speaks for
+    # itself: its claim, its results, charges against others, but no
+    # defence of anyone else and no questions (seen in a lobby: "Leave
+    # Player 7 alone: they claimed Doctor." in the seat's own Defense)
     on_trial = memory.trial.get("accused") if memory.phase in TRIAL_PHASES else None
+    accused_me = on_trial == memory.slot
     if memory.phase == "night" and memory.you.prisoner is not None:
         on_trial = memory.you.prisoner
     if on_trial not in living:
@@ -695,7 +703,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # A defence is said once a game, or once a day for the accused (seen in
     # a lobby: "I trust Ann for now; they claimed Investigator." on Day 1,
     # in Day 2's discussion and again in its vote)
-    speak_for = [on_trial] if on_trial is not None else living
+    speak_for = [] if accused_me else [on_trial] if on_trial is not None else living
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
@@ -712,7 +720,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # have claimed (seen: "Player 2, what is your role?" after Player 2's
     # second Sheriff claim); at night only a Jailor asks, and only its
     # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5)
-    askable = ([on_trial] if on_trial is not None
+    askable = ([] if accused_me else [on_trial] if on_trial is not None
                else living if memory.phase != "night"
                else [s for s in living if s == memory.you.prisoner])
     # (what was said is compared as `render` wrote it: with the names unescaped)
