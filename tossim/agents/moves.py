@@ -36,6 +36,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from tossim.agents import claims as cv
@@ -266,21 +267,28 @@ def own_results(memory: SeatMemory) -> list[Result]:
     return out
 
 
-def _slot_keys(memory: SeatMemory) -> list[frozenset[str]]:
+def _slot_keys(memory: SeatMemory) -> tuple[frozenset[str], ...]:
     """For each slot of this game's role list, the role keys it may deal
     (categories expanded); none when the list is unknown."""
-    out: list[frozenset[str]] = []
     for e in memory.events:
         if e["key"] == "game.start":
-            for s in (str(x) for x in e["data"].get("role_list", ())):
-                try:
-                    out.append(frozenset(r.key for r in parse_slot(
-                        s.replace("_", " ")).candidates(custom=False)))
-                except RoleListError:
-                    r = find_role(s)
-                    out.append(frozenset({r.key}) if r is not None else frozenset())
-            break
-    return out
+            return _parse_slots(tuple(str(x) for x in e["data"].get("role_list", ())))
+    return ()
+
+
+@lru_cache(maxsize=64)
+def _parse_slots(role_list: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    """`_slot_keys` of one role list, parsed once (every seat of a game reads
+    the same list on every turn)."""
+    out: list[frozenset[str]] = []
+    for s in role_list:
+        try:
+            out.append(frozenset(r.key for r in parse_slot(
+                s.replace("_", " ")).candidates(custom=False)))
+        except RoleListError:
+            r = find_role(s)
+            out.append(frozenset({r.key}) if r is not None else frozenset())
+    return tuple(out)
 
 
 def game_roles(memory: SeatMemory) -> list[str]:
@@ -297,7 +305,11 @@ def dealt_once(memory: SeatMemory) -> frozenset[str]:
     list is known, every role only one of its slots can deal (seen in a
     lobby: in a 7-player Classic game, whose list has one Medium, the real
     Medium seat said "I trust Player 7 for now; they claimed Medium.")."""
-    slots = _slot_keys(memory)
+    return _once_of(_slot_keys(memory))
+
+
+@lru_cache(maxsize=64)
+def _once_of(slots: tuple[frozenset[str], ...]) -> frozenset[str]:
     once = {r.name for r in ROLES.values() if r.unique}
     if slots:
         once |= {r.name for k, r in ROLES.items() if sum(k in s for s in slots) == 1}
