@@ -1289,3 +1289,43 @@ def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
     framer, godfather = t.memories[2], t.memories[3]
     assert "Bodyguard" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
     assert "Escort" in claimable(framer, game_roles(framer), own_claim(framer))
+
+
+def _verdicts(t: Tracker, slot: int) -> tuple[str, ...]:
+    m = t.memories[slot]
+    judge = [c for c in structured_choices(m, turn_choices(m.legal, m.names)) if c.tag == "judge"]
+    assert len(judge) == 1, judge
+    return judge[0].options
+
+
+def _on_trial(chat: tuple[tuple[int, str], ...], accused: int) -> Tracker:
+    """Day 3 of `day3_investigator` with `chat` said, then `accused` voted
+    onto the stand and the Judgement open."""
+    t = day3_investigator(chat)
+    for voter in (p for p in (1, 2, 5, 6, 8) if p != accused):
+        if t.game.phase.value != "voting":
+            break
+        apply(t.game, Vote(voter, accused))
+    t.timeout()  # Defense -> Judgement
+    t.observe()
+    assert t.game.phase.value == "judgement" and t.game.accused == accused
+    return t
+
+
+def test_a_town_seat_never_spares_a_confessed_enemy() -> None:
+    """Seen in a lobby: an Investigator seat voted innocent on a player who
+    had claimed Framer. A Town seat's verdict holds to what the game shows:
+    no innocent on a confessed enemy of the Town; no guilty on a player it
+    spoke up for today, while nothing shows them an enemy; no innocent on a
+    player it called to vote against today."""
+    confessed = _on_trial(((4, "I am the Framer."),), 4)
+    assert _verdicts(confessed, 7) == ("guilty", "abstain")  # the Investigator
+    assert "innocent" in _verdicts(confessed, 2)  # the Godfather may still spare them
+    # Player 4 claimed Doctor after the Doctor died: a claim the dead disprove
+    assert _verdicts(_on_trial((), 4), 7) == ("guilty", "abstain")
+    # Player 5 claimed Lookout, which nothing contradicts
+    assert _verdicts(_on_trial((), 5), 7) == ("guilty", "innocent", "abstain")
+    defended = _on_trial(((7, "I trust Player 5 for now; they claimed Lookout."),), 5)
+    assert _verdicts(defended, 7) == ("innocent", "abstain")
+    called = _on_trial(((7, "Vote Player 5!"),), 5)
+    assert _verdicts(called, 7) == ("guilty", "abstain")

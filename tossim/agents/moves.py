@@ -785,6 +785,8 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
                 Part("opt", options=fresh or tuple(getattr(table, c.tag))),)))
         elif c.tag == "vote":
             out.append(vote_choice(memory, c))
+        elif c.tag == "judge":
+            out.append(judge_choice(memory, c))
         elif c.tag == "night" and c.arg == "names":
             out.append(night_choice(memory, c))
         else:
@@ -827,6 +829,30 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     if plan is not None and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
     return _leaving_out(vote, {shown(s) for s in trusted(memory)})
+
+
+def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
+    """The verdicts held to what this seat knows and said, as its vote is
+    (seen in a lobby: an Investigator seat voted innocent on a player who had
+    claimed Framer). A Town seat does not spare an accused the game has shown
+    to be an enemy of the Town: a confessed enemy role, a claim a death or
+    the seat's own role disproves, or its own suspicious result. Any seat
+    spares a player it spoke up for today or found not suspicious, and does
+    not spare one it called to vote against today."""
+    accused = memory.trial.get("accused")
+    if not isinstance(accused, int) or accused == memory.slot:
+        return judge
+    mine = own_results(memory)
+    if memory.you.faction == "town" and any(
+            r.kind in ("confess", "death", "counter")
+            or (r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
+            for r in reasons(memory, results=mine).get(accused, ())):
+        return _leaving_out(judge, {"innocent"})
+    if accused in trusted(memory, mine):
+        return _leaving_out(judge, {"guilty"})
+    if accused in _said_today(memory, _VOTE_PLAN_HEADS):
+        return _leaving_out(judge, {"innocent"})
+    return judge
 
 
 def _leaving_out(choice: Choice, names: set[str]) -> Choice:
