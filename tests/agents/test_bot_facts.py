@@ -61,6 +61,21 @@ def test_a_town_bot_pardons_a_player_who_begs_for_the_rope() -> None:
     assert bot._verdict(2) == "innocent"
 
 
+def test_a_mafia_bot_does_not_speak_up_for_a_teammate_who_confessed() -> None:
+    """Seen in a lobby: a scripted Godfather voted innocent on its Framer
+    teammate, who had claimed Framer, and said "Nothing contradicts Ann as
+    Framer. Let them live." A teammate who has named an evil role is lost:
+    the bot abstains, and so says nothing; a teammate with a Town cover is
+    still spared."""
+    bot = _town_bot()
+    bot.role, bot.mafia, bot.team = "godfather", True, frozenset({1, 2, 3})
+    bot.claims[2] = "framer"
+    assert bot._verdict(2) == "abstain"
+    bot.claims[3] = "lookout"
+    assert bot._verdict(3) == "innocent"
+    assert bot._verdict(4) == "guilty"
+
+
 def test_a_town_bot_lynches_an_accused_with_no_defence() -> None:
     bot = _town_bot()
     assert 2 not in bot.claims

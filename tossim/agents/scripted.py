@@ -1358,7 +1358,13 @@ class ScriptedBot:
         if role == "jester":
             return "abstain"
         if self.mafia:
-            return "innocent" if accused in self.team else "guilty"
+            if accused not in self.team:
+                return "guilty"
+            # a teammate who has named a role of the Mafia in public is lost:
+            # sparing them out loud only ties this bot to them (seen in a
+            # lobby: "Nothing contradicts Ann as Framer. Let them live.")
+            claim = self.claims.get(accused)
+            return "abstain" if claim is not None and _enemy(claim) else "innocent"
         if role == "serial_killer":
             return "guilty"
         if _enemy(role) and self._must_lynch():
