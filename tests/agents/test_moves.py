@@ -106,7 +106,6 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
     for ok in ("<speak>will vote Player 4</speak>",
                "<speak>report Player 4 could be a Vigilante, Veteran, or Mafioso</speak>",
                "<speak>accuse Player 6: they have not claimed a role</speak>",
-               "<speak>defend Player 5: they claimed Lookout</speak>",
                "<speak>claim Investigator</speak>", "<will>Investigator</will>",
                "<wait></wait>"):
         assert rx.fullmatch(ok), ok
@@ -1329,3 +1328,22 @@ def test_a_town_seat_never_spares_a_confessed_enemy() -> None:
     assert _verdicts(defended, 7) == ("innocent", "abstain")
     called = _on_trial(((7, "Vote Player 5!"),), 5)
     assert _verdicts(called, 7) == ("guilty", "abstain")
+
+
+def test_a_seat_with_results_it_never_told_defends_nobody_by_a_claim() -> None:
+    """Seen in a lobby: an Investigator seat spoke up for a claimed Doctor
+    day after day and never told its results. Outside a trial, while the
+    seat holds a result it has never said in public, it defends nobody but
+    by a result (as it asks nothing then); once it has told them, its
+    defences come back; and on the stand a defence of the accused stays."""
+    defend = "<speak>defend Player 5: they claimed Lookout</speak>"
+    holding = day3_investigator().memories[7]
+    assert unreported(holding) and not re.fullmatch(action_regex(holding), defend)
+    assert re.fullmatch(action_regex(holding), "<speak>report Player 4 could be a Vigilante, "
+                                               "Veteran, or Mafioso</speak>")
+    told = " ".join(r.sentence(holding.name) for r in unreported(holding))
+    after = day3_investigator(((7, told),)).memories[7]
+    assert re.fullmatch(action_regex(after), defend)
+    on_stand = _on_trial((), 5).memories[7]
+    assert unreported(on_stand)
+    assert re.fullmatch(action_regex(on_stand), defend)

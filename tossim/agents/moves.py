@@ -715,12 +715,18 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # A defence is said once a game, or once a day for the accused (seen in
     # a lobby: "I trust Ann for now; they claimed Investigator." on Day 1,
     # in Day 2's discussion and again in its vote)
+    # Outside a trial, a seat that holds a result it has never said in
+    # public speaks up for nobody but by that result (seen in a lobby: an
+    # Investigator seat defended a claimed Doctor day after day and never
+    # told its results), as it asks nothing then (below)
     speak_for = [] if accused_me else [on_trial] if on_trial is not None else living
+    withheld = on_trial is None and any(r.sentence(memory.name) not in spoken for r in mine)
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
               {r.phrase(name): Defend(s, r) for r in why.get(s, ())
-               if _clears(r, why[s]) and not _defended(memory, s, r, heard)})
+               if _clears(r, why[s]) and not _defended(memory, s, r, heard)
+               and not (withheld and r.kind != "result")})
     if memory.phase in VOTE_PLAN_PHASES:
         planned = ([plan] if plan in others
                    else [s for s in others if s not in trust] or others)
