@@ -950,6 +950,25 @@ def test_a_will_already_written_is_not_offered_again() -> None:
     assert wills == []
 
 
+def test_a_death_note_once_written_stands() -> None:
+    """Seen in a lobby: a Godfather seat swapped its two death notes back
+    and forth, five turns of sixteen. Once a note is written no other is a
+    choice, and a turn with something else to do offers none."""
+    from tossim.agents.moves import rewrites
+
+    t = day3_investigator()
+    godfather = t.memories[2]
+    table = move_table(godfather)
+    assert len(rewrites(godfather, table, "death_note")) > 1
+    apply(t.game, WriteDeathNote(2, next(iter(table.death_note))))
+    t.observe()
+    godfather = t.memories[2]
+    table = move_table(godfather)
+    assert godfather.you.death_note and rewrites(godfather, table, "death_note") == []
+    assert not [c for c in structured_choices(godfather, turn_choices(
+        godfather.legal, godfather.names), table) if c.tag == "death_note"]
+
+
 def test_a_verdict_cast_binds_what_the_seat_says_of_the_accused() -> None:
     """Seen in a lobby: a guilty verdict on Player 7, then "Leave Player 7
     alone: they claimed Sheriff." After a guilty verdict the seat does not

@@ -762,8 +762,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
 def rewrites(memory: SeatMemory, table: MoveTable, tag: str) -> list[str]:
     """The `will` or `death_note` options that would change what the seat
     has written: one it has already written is no move (seen in a lobby: an
-    Investigator rewrote the same will in every phase, a turn each time)."""
+    Investigator rewrote the same will in every phase, a turn each time),
+    and nor is any death note once one is written."""
     now = (memory.you.will if tag == "will" else memory.you.death_note).strip()
+    if tag == "death_note" and now:
+        # a note once written stands (seen in a lobby: a Godfather seat
+        # swapped its two notes back and forth, five turns of sixteen)
+        return []
     return [text for text, move in getattr(table, tag).items()
             if render(move, memory.names).strip() != now]
 
