@@ -76,6 +76,22 @@ def test_a_mafia_bot_does_not_speak_up_for_a_teammate_who_confessed() -> None:
     assert bot._verdict(4) == "guilty"
 
 
+def test_a_lying_bot_wills_the_role_it_claimed() -> None:
+    """Seen in a lobby: a scripted Framer that had claimed Investigator all
+    game left the will "I am the Framer." A bot that lies about its role
+    writes no will before it claims, then the role it claimed, with no
+    results; the Town writes its real role."""
+    bot = _town_bot()
+    bot.names = tuple(f"Player {i}" for i in range(1, 8))
+    assert [c.text for c in bot._will_cmd()] == ["I am the Doctor."]
+    framer = _town_bot()
+    framer.names, framer.role = bot.names, "framer"
+    assert framer._will_cmd() == []
+    framer.claimed = "investigator"
+    assert [c.text for c in framer._will_cmd()] == ["I am the Investigator."]
+    assert framer._will_cmd() == []  # the same will is not written again
+
+
 def test_a_town_bot_lynches_an_accused_with_no_defence() -> None:
     bot = _town_bot()
     assert 2 not in bot.claims

@@ -711,7 +711,7 @@ class ScriptedBot:
         if self.claimed:
             return self.claimed
         role = self.role
-        if ROLES[role].faction is Faction.TOWN or threat(ROLES[role]) == 0.0:
+        if self._truthful():
             return role  # the Town, and a neutral that harms nobody, tell the truth
         if not self.cover:  # chosen once, so the story never changes
             # a role of its own Investigator group, so a result cannot catch
@@ -728,6 +728,12 @@ class ScriptedBot:
                 options = [r for r in common if r not in taken] or common
                 self.cover = self.rng.choice(options or ["doctor"])
         return self.cover
+
+    def _truthful(self) -> bool:
+        """Whether this bot tells its real role: the Town, and a neutral that
+        harms nobody; every other role lies (`_my_claim`)."""
+        r = ROLES[self.role]
+        return r.faction is Faction.TOWN or threat(r) == 0.0
 
     def _claim_text(self) -> str:
         accused = self.accused_me
@@ -756,13 +762,22 @@ class ScriptedBot:
 
     def _will_cmd(self) -> list[Command]:
         # the will is the role and the last results, and results are only ever
-        # added: the same role and count write the same will again
-        key = (self.role, len(self.results))
+        # added: the same role and count write the same will again. A role
+        # that lies writes the role it has claimed in public, with no results,
+        # and nothing before it claims (seen in a lobby: a Framer that had
+        # claimed Investigator all game left "I am the Framer.")
+        truthful = self._truthful()
+        if not truthful and not self.claimed:
+            return []
+        key = (self.role, len(self.results)) if truthful else (self.claimed, -1)
         if key == self._will_key:
             return []
         self._will_key = key
-        role = ROLES[self.role].name
-        text = self._move_text(WillMove(role, True, tuple(self.results[-8:])))[:400]
+        if truthful:
+            move = WillMove(ROLES[self.role].name, True, tuple(self.results[-8:]))
+        else:
+            move = WillMove(ROLES[self.claimed].name, self.claimed == self.role, ())
+        text = self._move_text(move)[:400]
         if text == self.will:
             return []
         self.will = text
