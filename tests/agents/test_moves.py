@@ -1366,3 +1366,21 @@ def test_a_seat_with_results_it_never_told_defends_nobody_by_a_claim() -> None:
     on_stand = _on_trial((), 5).memories[7]
     assert unreported(on_stand)
     assert re.fullmatch(action_regex(on_stand), defend)
+
+
+def test_a_claim_that_fits_the_seats_investigator_result_is_trusted() -> None:
+    """Seen in a lobby: an Investigator seat found "Ann could be a Sheriff,
+    Executioner, or Werewolf.", Ann claimed Sheriff, and the seat said "My
+    vote goes to Ann." and voted against her. A claim that fits the seat's
+    own group result is stood by, as a not-suspicious result is: no vote
+    against them while others are left, and the result defends them."""
+    from tossim.agents.moves import trusted
+
+    plain = day3_investigator().memories[7]  # N2: Player 2 could be a Bodyguard, ...
+    assert 2 not in trusted(plain) and "Player 2" in votable(plain)
+    fits = day3_investigator(((2, "I am the Bodyguard."),)).memories[7]
+    assert 2 in trusted(fits) and "Player 2" not in votable(fits)
+    assert any(isinstance(m, Defend) and m.target == 2 and m.reason.kind == "result"
+               for m in move_table(fits).speak.values())
+    other = day3_investigator(((2, "I am the Lookout."),)).memories[7]  # not in the group
+    assert 2 not in trusted(other)

@@ -594,15 +594,30 @@ def defended_today(memory: SeatMemory) -> set[int]:
     return set(_said_today(memory, _DEFEND_HEADS))
 
 
-def trusted(memory: SeatMemory, results: Sequence[Result] | None = None) -> set[int]:
+def trusted(memory: SeatMemory, results: Sequence[Result] | None = None,
+            claimed: Mapping[int, Sequence[tuple[int, str]]] | None = None) -> set[int]:
     """The players this seat stands by now: those it spoke up for today
-    (`defended_today`) and those its own results found not suspicious. Its
-    calls to vote, vote plans, vote example and vote leave them out while
-    anyone else is left (seen in a lobby: a Sheriff seat found Player 4 not
+    (`defended_today`), those its own results found not suspicious, and
+    those whose claim fits its own Investigator result on them. Its calls
+    to vote, vote plans, vote example and vote leave them out while anyone
+    else is left (seen in a lobby: a Sheriff seat found Player 4 not
     suspicious, then said "Vote Player 4! They have not claimed a role." and
-    voted against Player 4). `results`: `own_results`, when already read."""
+    voted against Player 4; an Investigator seat found Ann could be a
+    Sheriff, Ann claimed Sheriff, and it voted against Ann). `results`:
+    `own_results`, `claimed`: `_claims`, when already read."""
     mine = own_results(memory) if results is None else results
-    return defended_today(memory) | {r.target for r in mine if r.kind == "innocent"}
+    claimed = _claims(memory) if claimed is None else claimed
+    return defended_today(memory) | {r.target for r in mine if _fits(r, claimed)}
+
+
+def _fits(result: Result, claimed: Mapping[int, Sequence[tuple[int, str]]]) -> bool:
+    """Whether the seat's own `result` speaks for its player: not
+    suspicious, or an Investigator's group that holds the role they last
+    claimed."""
+    if result.kind == "innocent":
+        return True
+    said = claimed.get(result.target)
+    return result.kind == "group" and bool(said) and said[-1][1] in result.roles
 
 
 def _shown(memory: SeatMemory) -> Namer:
@@ -683,7 +698,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     accused = memory.trial.get("accused") if memory.phase == "judgement" else None
     spared = accused if memory.you.verdict == "innocent" else None
     condemned = accused if memory.you.verdict == "guilty" else plan
-    trust = trusted(memory, mine)
+    trust = trusted(memory, mine, claimed)
     # while a player stands trial the talk is about them (seen in the demo:
     # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
     # Player 6): charges, defences and questions name only the accused; so
@@ -821,11 +836,17 @@ def _enemy(role: str) -> bool:
 def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     """Whether `reason` speaks for its player: a claim that neither a death
     nor the seat's own role (dealt once) has disproved (`known`: every reason
-    about them), or the seat's result that they are not suspicious."""
+    about them), the seat's result that they are not suspicious, or its
+    Investigator result that holds the role they claimed (and nothing has
+    disproved)."""
+    disproved = any(r.kind in ("death", "counter", "confess") for r in known)
     if reason.kind == "claim":
-        return not any(r.kind in ("death", "counter", "confess") for r in known)
-    return reason.kind == "result" and reason.result is not None \
-        and reason.result.kind == "innocent"
+        return not disproved
+    result = reason.result
+    if reason.kind != "result" or result is None:
+        return False
+    return result.kind == "innocent" or (result.kind == "group" and not disproved and any(
+        r.kind == "claim" and r.role in result.roles for r in known))
 
 
 def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
