@@ -616,7 +616,7 @@ def _fits(result: Result, claimed: Mapping[int, Sequence[tuple[int, str]]]) -> b
     claimed."""
     if result.kind == "innocent":
         return True
-    said = claimed.get(result.target)
+    said = claimed.get(result.target, ())
     return result.kind == "group" and bool(said) and said[-1][1] in result.roles
 
 
