@@ -1384,3 +1384,21 @@ def test_a_claim_that_fits_the_seats_investigator_result_is_trusted() -> None:
                for m in move_table(fits).speak.values())
     other = day3_investigator(((2, "I am the Lookout."),)).memories[7]  # not in the group
     assert 2 not in trusted(other)
+
+
+def test_a_claim_of_the_dead_veteran_is_disproved() -> None:
+    """The Veteran is unique (rules: Classic's unique roles), so a claim of it
+    after the Veteran died is a charge, as for the Jailor; only the Mafioso,
+    whose place passes on, and the Vigilante are excepted."""
+    roles = ("veteran", "godfather", "doctor", "mafioso", "lookout", "escort",
+             "investigator", "jester", "vigilante")
+    g = new_game(GameConfig(players=9, seed=3, roles=roles))
+    t = Tracker(g, [7])
+    t.timeout()  # Night 1
+    apply(g, NightAction(2, (1,)))  # the Godfather's kill on the Veteran, not on alert
+    t.timeout()  # Day 2
+    apply(g, Chat(5, "I am the Veteran."))
+    t.observe()
+    memory = t.memories[7]
+    assert not g.player(1).alive and memory.day == 2
+    assert "death" in {r.kind for r in reasons(memory)[5]}

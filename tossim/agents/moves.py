@@ -823,7 +823,7 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
 def _died_out(role: str, dead_roles: set[str]) -> bool:
     """Whether a death disproves a claim of `role`: its holder has died (the
     roles the game may deal again, or that pass on, excepted)."""
-    return role in dead_roles and role not in ("Mafioso", "Vigilante", "Veteran")
+    return role in dead_roles and role not in ("Mafioso", "Vigilante")
 
 
 def _enemy(role: str) -> bool:
