@@ -182,12 +182,15 @@ def test_tiny_model_calls_several_tools_inside_one_thought(backend: LocalBackend
     steps: list[dict] = []  # type: ignore[type-arg]
     r = asyncio.run(ToolLoop(backend, cfg).run_turn(m, key="tiny-tools", seed=2,
                                                     on_step=steps.append))
-    tools = [s for s in steps if s["kind"] == "tool"]
-    assert len(tools) >= 2, r.transcript
+    # every tool call interrupts the thought and gets an observation: a
+    # tool's answer, or a fault when a random model repeats a call it made
+    calls = [s for s in steps if s["kind"] == "tool"
+             or (s["kind"] == "fault" and "[repeated call]" in str(s.get("text", "")))]
+    assert len(calls) >= 2 and any(s["kind"] == "tool" for s in calls), r.transcript
     assert r.transcript.count("<thinking>") == 1 and r.transcript.count("</thinking>") == 1
     # every observation sits inside the one thought
     inside = r.transcript.split("</thinking>")[0]
-    assert inside.count("<observation>") == len(tools)
+    assert inside.count("<observation>") == len(calls)
     assert r.command is not None or r.action == "wait"
     assert steps[-1]["kind"] == "action"
 
