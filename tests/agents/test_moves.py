@@ -1402,3 +1402,27 @@ def test_a_claim_of_the_dead_veteran_is_disproved() -> None:
     memory = t.memories[7]
     assert not g.player(1).alive and memory.day == 2
     assert "death" in {r.kind for r in reasons(memory)[5]}
+
+
+def test_a_guilty_verdict_is_a_charge_only_on_a_lynched_town_player() -> None:
+    """Seen in a lobby: "Player 5 has some explaining to do. They voted
+    guilty on Ann, who was the Godfather." A guilty verdict on a player the
+    lynch showed to be Town is a charge; one on an enemy of the Town is none."""
+
+    def lynched(accused: int) -> SeatMemory:
+        t = _on_trial((), accused)
+        for voter in (1, 5, 6):
+            if voter != accused:
+                apply(t.game, Judge(voter, "guilty"))
+        t.timeout()  # Last Words
+        t.timeout()  # Night: the lynch is shown
+        t.observe()
+        assert not t.game.player(accused).alive
+        return t.memories[7]
+
+    mafioso = lynched(4)
+    assert "guilty" not in {r.kind for r in reasons(mafioso)[1]}
+    lookout = lynched(5)
+    charges = [r for r in reasons(lookout)[1] if r.kind == "guilty"]
+    assert charges and charges[0].phrase(lookout.name) == \
+        "they voted guilty on Player 5, who was the Lookout"

@@ -473,12 +473,16 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
             guilty = []
         elif e["key"] == "judge.lynch" and isinstance(d.get("accused"), int):
             dead = lynched.get(e["day"])
-            if dead and dead.get("player") == d["accused"] and dead.get("role"):
-                shown = find_role(str(dead["role"]))
+            shown = find_role(str(dead["role"])) if dead and dead.get("role") else None
+            # a guilty verdict is a charge only when the lynched player was
+            # Town (seen in a lobby: "Player 5 has some explaining to do. They
+            # voted guilty on Ann, who was the Godfather.")
+            if dead and dead.get("player") == d["accused"] and shown is not None \
+                    and shown.faction.value == "town":
                 for voter in guilty:
                     if voter in out:
                         out[voter].append(Reason("guilty", voter, e["day"], other=d["accused"],
-                                                 role=shown.name if shown else str(dead["role"])))
+                                                 role=shown.name))
             guilty = []
     for s in out:
         # nobody claims on Day 1: not having claimed is a reason from Day 2
