@@ -1350,8 +1350,8 @@ def test_a_town_seat_never_spares_a_confessed_enemy() -> None:
 
 
 def test_a_seat_with_results_it_never_told_defends_nobody_by_a_claim() -> None:
-    """Seen in a lobby: an Investigator seat spoke up for a claimed Doctor
-    day after day and never told its results. Outside a trial, while the
+    """Seen in a lobby: an Investigator seat chose to defend another player
+    instead of telling its result. Outside a trial, while the
     seat holds a result it has never said in public, it defends nobody but
     by a result (as it asks nothing then); once it has told them, its
     defences come back; and on the stand a defence of the accused stays."""

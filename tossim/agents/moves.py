@@ -736,8 +736,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # in Day 2's discussion and again in its vote)
     # Outside a trial, a seat that holds a result it has never said in
     # public speaks up for nobody but by that result (seen in a lobby: an
-    # Investigator seat defended a claimed Doctor day after day and never
-    # told its results), as it asks nothing then (below)
+    # Investigator seat chose to defend another player instead of telling
+    # its result), as it asks nothing then (below)
     speak_for = [] if accused_me else [on_trial] if on_trial is not None else living
     withheld = on_trial is None and any(r.sentence(memory.name) not in spoken for r in mine)
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
