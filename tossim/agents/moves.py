@@ -611,17 +611,16 @@ def trusted(memory: SeatMemory, results: Sequence[Result] | None = None,
     `own_results`, `claimed`: `_claims`, when already read."""
     mine = own_results(memory) if results is None else results
     claimed = _claims(memory) if claimed is None else claimed
-    return defended_today(memory) | {r.target for r in mine if _fits(r, claimed)}
+    return defended_today(memory) | {
+        r.target for r in mine
+        if _fits(r, said[-1][1] if (said := claimed.get(r.target)) else None)}
 
 
-def _fits(result: Result, claimed: Mapping[int, Sequence[tuple[int, str]]]) -> bool:
-    """Whether the seat's own `result` speaks for its player: not
-    suspicious, or an Investigator's group that holds the role they last
-    claimed."""
-    if result.kind == "innocent":
-        return True
-    said = claimed.get(result.target, ())
-    return result.kind == "group" and bool(said) and said[-1][1] in result.roles
+def _fits(result: Result, claim: str | None) -> bool:
+    """Whether the seat's own `result` speaks for its player, whose latest
+    claim is `claim`: not suspicious, or an Investigator's group that holds
+    the role they claimed."""
+    return result.kind == "innocent" or (result.kind == "group" and claim in result.roles)
 
 
 def _shown(memory: SeatMemory) -> Namer:
@@ -739,7 +738,9 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # Investigator seat chose to defend another player instead of telling
     # its result), as it asks nothing then (below)
     speak_for = [] if accused_me else [on_trial] if on_trial is not None else living
-    withheld = on_trial is None and any(r.sentence(memory.name) not in spoken for r in mine)
+    # (what was said is compared as `render` wrote it: with the names unescaped)
+    untold = any(r.sentence(memory.name) not in spoken for r in mine)
+    withheld = on_trial is None and untold
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
@@ -760,8 +761,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     askable = ([] if accused_me else [on_trial] if on_trial is not None
                else living if memory.phase != "night"
                else [s for s in living if s == memory.you.prisoner])
-    # (what was said is compared as `render` wrote it: with the names unescaped)
-    if not any(r.sentence(memory.name) not in spoken for r in mine):
+    if not untold:
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
@@ -837,20 +837,37 @@ def _enemy(role: str) -> bool:
     return spec is not None and spec.faction.value != "town" and threat(spec) > 0
 
 
+DISPROVING = frozenset({"death", "counter", "confess"})
+"""Reason kinds that show a player's claim false, or the player an enemy of
+the Town by their own word."""
+
+
+def _enemy_shown(known: Sequence[Reason]) -> bool:
+    """Whether the reasons about a player (`reasons`) show them an enemy of
+    the Town to this seat: a claim a death or the seat's own role (dealt
+    once) disproved, a claim of a role the Town must lynch, or the seat's
+    own suspicious result. A Jailor seat executes on it
+    (`execution_warranted`); a Town seat never spares such an accused
+    (`judge_choice`)."""
+    return any(r.kind in DISPROVING or (
+        r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
+        for r in known)
+
+
 def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     """Whether `reason` speaks for its player: a claim that neither a death
     nor the seat's own role (dealt once) has disproved (`known`: every reason
     about them), the seat's result that they are not suspicious, or its
     Investigator result that holds the role they claimed (and nothing has
     disproved)."""
-    disproved = any(r.kind in ("death", "counter", "confess") for r in known)
+    disproved = any(r.kind in DISPROVING for r in known)
     if reason.kind == "claim":
         return not disproved
     result = reason.result
     if reason.kind != "result" or result is None:
         return False
-    return result.kind == "innocent" or (result.kind == "group" and not disproved and any(
-        r.kind == "claim" and r.role in result.roles for r in known))
+    claim = next((r.role for r in known if r.kind == "claim"), None)
+    return _fits(result, claim) and (result.kind == "innocent" or not disproved)
 
 
 def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
@@ -878,13 +895,11 @@ def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
     accused = memory.trial.get("accused")
     if not isinstance(accused, int) or accused == memory.slot:
         return judge
-    mine = own_results(memory)
-    if memory.you.faction == "town" and any(
-            r.kind in ("confess", "death", "counter")
-            or (r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
-            for r in reasons(memory, results=mine).get(accused, ())):
+    mine, claimed = own_results(memory), _claims(memory)
+    why = reasons(memory, claimed, mine).get(accused, [])
+    if memory.you.faction == "town" and _enemy_shown(why):
         return _leaving_out(judge, {"innocent"})
-    if accused in trusted(memory, mine):
+    if accused in trusted(memory, mine, claimed):
         return _leaving_out(judge, {"guilty"})
     if accused in _said_today(memory, _VOTE_PLAN_HEADS):
         return _leaving_out(judge, {"innocent"})
@@ -916,10 +931,7 @@ def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
     death or the seat's own role (dealt once) disproved, a claim of a role
     the Town must lynch (in public, or in jail tonight), a suspicious result
     of the seat's own, or a refusal to claim in jail tonight."""
-    why = reasons(memory).get(prisoner, [])
-    if any(r.kind in ("death", "counter", "confess") or (
-            r.kind == "result" and r.result is not None and r.result.kind == "suspicious")
-           for r in why):
+    if _enemy_shown(reasons(memory).get(prisoner, [])):
         return True
     vocab = _vocab(memory)
     if vocab is None:
