@@ -587,9 +587,11 @@ def votable(memory: SeatMemory) -> list[str]:
 
 def test_a_seat_holds_to_the_vote_it_announced() -> None:
     """Seen in the demo: a model seat said "My vote goes to Player 4." in the
-    discussion and then voted against Player 12. Its later plans repeat the
-    one it said, and its vote example names that player (a small model copies
-    its example); a seat that announced nothing still gets a drawn example."""
+    discussion and then voted against Player 12. Its vote example names that
+    player (a small model copies its example), and the plan is not offered
+    again that day (seen in a lobby: "I am voting Player 4 today." twice,
+    both quoted by the day's summary); a seat that announced nothing still
+    gets a drawn example."""
     def plans(memory: SeatMemory) -> set[int]:
         return {m.target for m in move_table(memory).speak.values() if isinstance(m, VotePlan)}
 
@@ -604,7 +606,9 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
     t = day3_investigator(((7, "My vote goes to Player 4."),))
     said = t.memories[7]
     assert said.phase == "voting" and announced_vote(said) == 4
-    assert plans(said) == {4}
+    assert plans(said) == set()
+    called = day3_investigator(((7, "Vote Player 4! They have not claimed a role."),))
+    assert plans(called.memories[7]) == {4}  # a call to vote names the plan once said
     for seed in range(12):
         turn = build_messages(said, speech="moves", seed=seed)[-1]["content"]
         assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 4"]
@@ -1426,3 +1430,23 @@ def test_a_guilty_verdict_is_a_charge_only_on_a_lynched_town_player() -> None:
     charges = [r for r in reasons(lookout)[1] if r.kind == "guilty"]
     assert charges and charges[0].phrase(lookout.name) == \
         "they voted guilty on Player 5, who was the Lookout"
+
+
+def test_a_team_seat_never_votes_against_a_teammate() -> None:
+    """Seen in a lobby: a Godfather seat voted against its own Framer on
+    Day 4. A seat's vote, vote example and verdict leave out the teammates
+    its View names; a Town seat's do not."""
+    t = day3_investigator()
+    godfather = t.memories[2]
+    assert 4 in (godfather.you.teammates or ())  # the Mafioso
+    assert "Player 4" not in votable(godfather) and len(votable(godfather)) > 1
+    for seed in range(16):
+        turn = build_messages(godfather, speech="moves", seed=seed)[-1]["content"]
+        assert "<vote>Player 4</vote>" not in turn
+    assert "Player 4" in votable(t.memories[5])
+    # even after it said it would vote for them in free speech
+    said = day3_investigator(((2, "My vote goes to Player 4."),)).memories[2]
+    assert announced_vote(said) == 4 and "Player 4" not in votable(said)
+    on_trial = _on_trial((), 4)
+    assert "guilty" not in _verdicts(on_trial, 2)
+    assert "guilty" in _verdicts(on_trial, 5)

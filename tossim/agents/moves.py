@@ -538,6 +538,7 @@ def _heads(wordings: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+_PLAN_HEADS = _heads(VOTE_PLAN_WORDINGS)  # a vote plan said
 # a plan, or an accusation's call to vote ("Vote Player 4! ...", `render`)
 _VOTE_PLAN_HEADS = _heads((*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}")))
 _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
@@ -614,6 +615,14 @@ def trusted(memory: SeatMemory, results: Sequence[Result] | None = None,
     return defended_today(memory) | {
         r.target for r in mine
         if _fits(r, said[-1][1] if (said := claimed.get(r.target)) else None)}
+
+
+def spared(memory: SeatMemory) -> set[int]:
+    """The players this seat's vote and vote example leave out while anyone
+    else is left: those it stands by (`trusted`) and, on a team, the
+    teammates its View names (seen in a lobby: a Godfather seat voted
+    against its own Framer on Day 4)."""
+    return trusted(memory) | set(memory.you.teammates or ())
 
 
 def _fits(result: Result, claim: str | None) -> bool:
@@ -747,7 +756,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
               {r.phrase(name): Defend(s, r) for r in why.get(s, ())
                if _clears(r, why[s]) and not _defended(memory, s, r, heard)
                and not (withheld and r.kind != "result")})
-    if memory.phase in VOTE_PLAN_PHASES:
+    # a plan is said once a day (seen in a lobby: "I am voting Player 4
+    # today." in the discussion and again in the vote; the day's summary
+    # quoted both)
+    if memory.phase in VOTE_PLAN_PHASES and not _said_today(memory, _PLAN_HEADS):
         planned = ([plan] if plan in others
                    else [s for s in others if s not in trust] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
@@ -873,15 +885,16 @@ def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
 def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     """The vote's targets held to what this seat said today: only the player
     it said it would vote for, else anyone but the players it stands by
-    (`trusted`: spoken up for today, or found not suspicious) while others
-    are left. A seat that speaks in moves votes as it spoke
+    (`spared`: spoken up for today, found not suspicious, or a teammate)
+    while others are left. A seat that speaks in moves votes as it spoke
     (seen in a lobby: "I am voting Player 4 today." and then a vote against
     Player 5; "Leave Player 4 alone" and then a vote against Player 4)."""
     shown = _shown(memory)
     plan = announced_vote(memory)
-    if plan is not None and shown(plan) in vote.options:
+    spare = spared(memory)
+    if plan is not None and plan not in spare and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
-    return _leaving_out(vote, {shown(s) for s in trusted(memory)})
+    return _leaving_out(vote, {shown(s) for s in spare})
 
 
 def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
@@ -891,10 +904,13 @@ def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
     to be an enemy of the Town: a confessed enemy role, a claim a death or
     the seat's own role disproves, or its own suspicious result. Any seat
     spares a player it spoke up for today or found not suspicious, and does
-    not spare one it called to vote against today."""
+    not spare one it called to vote against today. A team seat never votes
+    guilty on a teammate its View names."""
     accused = memory.trial.get("accused")
     if not isinstance(accused, int) or accused == memory.slot:
         return judge
+    if accused in (memory.you.teammates or ()):
+        return _leaving_out(judge, {"guilty"})  # nor lynches one (as `vote_choice`)
     mine, claimed = own_results(memory), _claims(memory)
     why = reasons(memory, claimed, mine).get(accused, [])
     if memory.you.faction == "town" and _enemy_shown(why):

@@ -253,11 +253,12 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
     # the vote example names the player the seat said it would vote for, and
-    # never one it stands by (`moves.trusted`) while others are left: a small model
-    # copies its example, so the seat's vote keeps its word
+    # never one it stands by or a teammate (`moves.spared`) while others are
+    # left: a small model copies its example, so the seat's vote keeps its word
+    spared = moves.spared(memory)
     plan = moves.announced_vote(memory)
-    planned = escape_text(memory.name(plan)) if plan is not None else ""
-    trusted = {escape_text(memory.name(s)) for s in moves.trusted(memory)}
+    planned = escape_text(memory.name(plan)) if plan is not None and plan not in spared else ""
+    left_out = {escape_text(memory.name(s)) for s in spared}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
@@ -267,7 +268,7 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
         if c.tag == "vote" and planned in opts:
             name = planned
         elif c.tag == "vote":
-            name = _example_name(memory, [o for o in opts if o not in trusted] or opts, rng)
+            name = _example_name(memory, [o for o in opts if o not in left_out] or opts, rng)
         else:
             name = _example_name(memory, opts, rng)
         said = _speech_example(name, rng)
