@@ -5,6 +5,7 @@ fair; docs/rules.md#role-facts)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -294,3 +295,24 @@ def test_the_claim_parser_finds_what_finditer_finds() -> None:
     for text in texts:
         want = [(m.span(), m.lastgroup) for m in vocab.pattern.finditer(text)]
         assert [(m.span(), m.lastgroup) for m in vocab._matches(text)] == want, text
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_bot_mourns_only_the_town(seed: int) -> None:
+    """Seen in the demo: "They got Player 6, our Jester." A night death is
+    the Town's loss only when the role shown is Town; a Jester's or a
+    Survivor's is nobody's, and an enemy's is good riddance."""
+    bot = ScriptedBot(3, seed)
+    bot.names = tuple(f"Player {i}" for i in range(1, 8))
+    for role, words in (("jester", {"our", "loss", "hurts", "riddance", "evil"}),
+                        ("survivor", {"our", "loss", "hurts", "riddance", "evil"}),
+                        ("doctor", {"riddance", "evil"}),
+                        ("mafioso", {"our", "loss", "hurts"})):
+        lines = []
+        for _ in range(40):  # a bot reacts to some mornings, not all
+            bot.news = [("dawn", 6, role)]
+            lines.append(bot._react())
+        said = [line for line in lines if line]
+        assert said and all("Player 6" in line for line in said)
+        for line in said:
+            assert not words & set(re.findall(r"[a-z]+", line.lower())), (role, line)

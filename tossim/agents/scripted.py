@@ -858,7 +858,9 @@ class ScriptedBot:
         evil = _enemy(role)
         if kind == "lynch":
             return talk.lynch_reaction(self.rng, name, rname, evil)
-        text = talk.death_reaction(self.rng, name, rname, not evil)
+        side = "enemy" if evil else "town" if role in ROLES and \
+            ROLES[role].faction is Faction.TOWN else "neither"
+        text = talk.death_reaction(self.rng, name, rname, side)
         named = next((t for src, k, t, _w, _x in self.reports if src == slot and t in self.alive
                       and t != self.slot and k in (cv.SUSPICIOUS, cv.GROUP, cv.VISITED)), None)
         if named is not None:

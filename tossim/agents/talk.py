@@ -174,14 +174,21 @@ def jester_defence(rng: random.Random) -> str:
                       "You have no proof of anything. Go ahead, vote me."))
 
 
-def death_reaction(rng: random.Random, name: str, role: str, mine: bool) -> str:
-    if mine:
+def death_reaction(rng: random.Random, name: str, role: str, side: str) -> str:
+    """A line on a night death, as the Town sees the role shown: `side` is
+    "town" (a loss), "enemy" (one less evil) or "neither" (a Jester or a
+    Survivor is neither: seen in the demo, "They got Player 6, our
+    Jester.")."""
+    if side == "town":
         return pick(rng, (f"RIP {name}. Losing the {role} hurts.",
                           f"They got {name}, our {role}. Let's find who did it.",
                           f"{name} flipped {role}. That is a big loss for us."))
-    return pick(rng, (f"RIP {name}, the {role}.",
-                      f"{name} was the {role}. Good riddance.",
-                      f"{name} flipped {role}, one less evil."))
+    if side == "enemy":
+        return pick(rng, (f"RIP {name}, the {role}.",
+                          f"{name} was the {role}. Good riddance.",
+                          f"{name} flipped {role}, one less evil."))
+    return pick(rng, (f"RIP {name}, the {role}.", f"{name} was the {role}. Who killed them?",
+                      f"{name} flipped {role}. Someone still kills at night."))
 
 
 def will_reaction(rng: random.Random, name: str) -> str:
