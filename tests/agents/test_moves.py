@@ -105,10 +105,15 @@ def test_the_grammar_refuses_dead_unknown_players_and_unreal_roles() -> None:
     rx = re.compile(action_regex(m))
     for ok in ("<speak>will vote Player 4</speak>",
                "<speak>report Player 4 could be a Vigilante, Veteran, or Mafioso</speak>",
-               "<speak>accuse Player 6: they have not claimed a role</speak>",
+               "<speak>accuse Player 4: they claimed Doctor, but the Doctor is dead</speak>",
                "<speak>claim Investigator</speak>", "<will>Investigator</will>",
                "<wait></wait>"):
         assert rx.fullmatch(ok), ok
+    # not having claimed is a charge only from a seat that has claimed
+    assert not rx.fullmatch("<speak>accuse Player 6: they have not claimed a role</speak>")
+    claimed = day3_investigator(((7, "I am the Investigator."),)).memories[7]
+    assert re.fullmatch(action_regex(claimed),
+                        "<speak>accuse Player 6: they have not claimed a role</speak>")
     for bad in ("<speak>will vote Player 3</speak>",  # dead
                 "<speak>ask Player 9 about role</speak>",  # dead
                 "<speak>accuse Player 3: they have not claimed a role</speak>",
@@ -207,7 +212,8 @@ def test_seat_metrics_count_claims_lies_and_accusations() -> None:
     for slot, out in ((2, "<speak>claim Bodyguard</speak>"),
                       (7, "<speak>claim Investigator</speak>"),
                       (2, "<speak>lie Player 5 is suspicious</speak>"),
-                      (7, "<speak>accuse Player 6: they have not claimed a role</speak>")):
+                      (7, "<speak>accuse Player 4: they claimed Doctor, but the Doctor "
+                          "is dead</speak>")):
         metrics.add(run(["<thinking>Go.</thinking>", out], slot=slot))
     assert metrics.to_dict()["moves"] == {"accuse": 1, "claim": 2, "false_claim": 1,
                                           "lie": 1, "report": 1}
@@ -824,7 +830,9 @@ def test_a_true_claim_gives_the_results_not_yet_said_and_a_check_is_not_repeated
 def test_not_having_claimed_is_no_charge_on_day_1() -> None:
     """Seen in the demo, on Day 1: "Player 1 has some explaining to do. They
     have not claimed a role." Nobody claims on Day 1; from Day 2 on a player
-    who has not claimed may be asked to."""
+    who has not claimed may be asked to, by a seat that has claimed (seen in a
+    lobby: a Sheriff seat that had claimed nothing said "Vote Player 5! Why?
+    They have not claimed a role.")."""
     g = new_game(GameConfig(players=7, seed=4))
     t = Tracker(g, [1])
     t.observe()
@@ -835,6 +843,9 @@ def test_not_having_claimed_is_no_charge_on_day_1() -> None:
     t.timeout()  # Day 2
     t.observe()
     assert t.memories[1].day == 2
+    assert not [m for m in move_table(t.memories[1]).speak.values() if isinstance(m, Accuse)]
+    apply(g, Chat(1, "I am the Sheriff."))
+    t.observe()
     charges = [m for m in move_table(t.memories[1]).speak.values() if isinstance(m, Accuse)]
     assert {m.reason.kind for m in charges} == {"no_claim"}
 
@@ -924,10 +935,11 @@ def test_a_seat_that_voted_calls_for_that_vote_only() -> None:
     assert {m.target for m in speak if isinstance(m, Accuse)} == {4}
     assert not any(isinstance(m, Defend) and m.target == 4 for m in speak)
     # before its vote, a plan said today binds its calls the same way
-    planned = day3_investigator(((7, "My vote goes to Player 6."),)).memories[7]
+    claim = (7, "I am the Investigator.")
+    planned = day3_investigator((claim, (7, "My vote goes to Player 6."))).memories[7]
     assert {m.target for m in move_table(planned).speak.values()
             if isinstance(m, Accuse)} == {6}
-    free = day3_investigator().memories[7]
+    free = day3_investigator((claim,)).memories[7]
     assert len({m.target for m in move_table(free).speak.values()
                 if isinstance(m, Accuse)}) > 1
 
@@ -1011,6 +1023,7 @@ def test_a_seat_stands_by_a_player_its_result_cleared() -> None:
     t.timeout()  # Night 1
     apply(g, NightAction(1, (6,)))  # the Sheriff checks the Escort
     t.timeout()  # Day 2
+    apply(g, Chat(1, "I am the Sheriff."))
     t.timeout()  # Voting
     t.observe()
     memory = t.memories[1]
@@ -1202,7 +1215,7 @@ def test_a_line_that_no_longer_holds_when_the_seat_answers_is_withdrawn() -> Non
     longer make is withdrawn (its turn record says so); its vote stands,
     and a line that still holds is said."""
     def answer(after: str) -> tuple[list[Command], list[Command], LLMSeat]:
-        t = day3_investigator()
+        t = day3_investigator(((7, "I am the Investigator."),))
         backend = ScriptedBackend([
             "<thinking>Player 1.</thinking>", "<vote>Player 1</vote>",
             "<thinking>Push.</thinking>",

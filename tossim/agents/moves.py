@@ -484,11 +484,14 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
                         out[voter].append(Reason("guilty", voter, e["day"], other=d["accused"],
                                                  role=shown.name))
             guilty = []
+    # nobody claims on Day 1: not having claimed is a reason from Day 2 on
+    # (seen in the demo, on Day 1: "Player 1 has some explaining to do. They
+    # have not claimed a role."), and only from a seat that has claimed
+    # (seen in a lobby: a Sheriff seat that had claimed nothing said "Vote
+    # Player 5! Why? They have not claimed a role.")
+    silence = memory.day >= 2 and bool(claimed.get(memory.slot))
     for s in out:
-        # nobody claims on Day 1: not having claimed is a reason from Day 2
-        # on (seen in the demo, on Day 1: "Player 1 has some explaining to
-        # do. They have not claimed a role.")
-        if s not in claimed and memory.day >= 2:
+        if s not in claimed and silence:
             out[s].append(Reason("no_claim", s))
         seen: set[str] = set()
         unique: list[Reason] = []
