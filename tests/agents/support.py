@@ -46,7 +46,8 @@ class Tracker:
         apply(self.game, PhaseTimeout(self.game.phase_seq))
 
 
-def day3_investigator(extra_chat: tuple[tuple[int, str], ...] = ()) -> Tracker:
+def day3_investigator(extra_chat: tuple[tuple[int, str], ...] = (), *,
+                      fake_doctor: bool = True) -> Tracker:
     """Day 3, Voting, seen by every seat; Player 7 (Investigator) took turns
     on Night 1 and Night 2."""
     g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
@@ -70,8 +71,12 @@ def day3_investigator(extra_chat: tuple[tuple[int, str], ...] = ()) -> Tracker:
     t.turn(7)
     t.timeout()  # Day 3
     apply(g, Chat(5, "We need to vote someone. Player 4 has been acting weird."))
-    apply(g, Chat(4, "I'm the real Doctor! I healed Player 1 last night. "
-                     "Player 3's will is probably fake."))
+    # the Mafioso's Doctor claim after the Doctor's death shows every Town
+    # seat an enemy (`moves.exposed`: their vote goes to Player 4 alone);
+    # `fake_doctor=False` keeps Player 4 silent, so no Town seat's vote is bound
+    if fake_doctor:
+        apply(g, Chat(4, "I'm the real Doctor! I healed Player 1 last night. "
+                         "Player 3's will is probably fake."))
     for slot, text in extra_chat:
         apply(g, Chat(slot, text))
     t.timeout()  # Voting

@@ -355,8 +355,10 @@ def test_a_move_cut_off_in_a_turn_still_says_a_whole_sentence() -> None:
     r = run(["<thinking>Vote.</thinking>", "<speak>will vote Player 4</speak>"],
             replace(MOVES, action_tokens=20))  # cut after "<speak>will vote Pla"
     assert r.stats.truncated == 1
-    assert isinstance(r.move, VotePlan) and r.move.target == 1  # the first name that fits
-    assert isinstance(r.command, Chat) and "Player 1" in r.command.text
+    # the only name that fits: the Investigator's plan goes to the player its
+    # game shows to be an enemy (Player 4's Doctor claim; the Doctor is dead)
+    assert isinstance(r.move, VotePlan) and r.move.target == 4
+    assert isinstance(r.command, Chat) and "Player 4" in r.command.text
 
 
 def test_a_long_will_keeps_the_newest_results_within_the_limit() -> None:
@@ -381,11 +383,11 @@ def test_a_structured_seat_short_of_time_votes_and_keeps_quiet() -> None:
     from tossim.agents.llm_seat import SIDE_TURN_MIN_S
 
     t = day3_investigator()
-    backend = ScriptedBackend(["<thinking>Player 5.</thinking>", "<vote>Player 5</vote>"])
+    backend = ScriptedBackend(["<thinking>Player 4.</thinking>", "<vote>Player 4</vote>"])
     seat = LLMSeat(7, ToolLoop(backend, MOVES))
     deadline = time.monotonic() + SIDE_TURN_MIN_S / 2
     cmds = asyncio.run(seat.decide(view(t.game, Viewer.player(7), since=0), deadline))
-    assert cmds == [Vote(7, 5)]
+    assert cmds == [Vote(7, 4)]
     metrics = seat.seat_metrics()
     assert metrics.sums.turns == 1 and metrics.sums.misses == 0
 
@@ -515,7 +517,7 @@ def test_what_a_structured_seat_claims_holds_together_over_a_game() -> None:
 def test_a_seat_that_has_voted_says_the_vote_it_cast() -> None:
     """Seen in the demo: "My vote goes to Player 5." right after its vote
     against Player 14. Once the seat has voted, its vote plan names that vote."""
-    t = day3_investigator()
+    t = day3_investigator(fake_doctor=False)
     before = {m.target for m in move_table(t.memories[7]).speak.values()
               if isinstance(m, VotePlan)}
     assert len(before) > 1
@@ -601,7 +603,7 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
     def plans(memory: SeatMemory) -> set[int]:
         return {m.target for m in move_table(memory).speak.values() if isinstance(m, VotePlan)}
 
-    free = day3_investigator().memories[7]
+    free = day3_investigator(fake_doctor=False).memories[7]
     assert announced_vote(free) is None and len(plans(free)) > 1
     examples = set()
     for seed in range(12):
@@ -609,11 +611,12 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
         examples |= set(re.findall(r"<vote>(Player \d)</vote>", turn))
     assert len(examples) > 1
 
-    t = day3_investigator(((7, "My vote goes to Player 4."),))
+    t = day3_investigator(((7, "My vote goes to Player 4."),), fake_doctor=False)
     said = t.memories[7]
     assert said.phase == "voting" and announced_vote(said) == 4
     assert plans(said) == set()
-    called = day3_investigator(((7, "Vote Player 4! They have not claimed a role."),))
+    called = day3_investigator(((7, "Vote Player 4! They have not claimed a role."),),
+                               fake_doctor=False)
     assert plans(called.memories[7]) == {4}  # a call to vote names the plan once said
     for seed in range(12):
         turn = build_messages(said, speech="moves", seed=seed)[-1]["content"]
@@ -1215,7 +1218,7 @@ def test_a_line_that_no_longer_holds_when_the_seat_answers_is_withdrawn() -> Non
     longer make is withdrawn (its turn record says so); its vote stands,
     and a line that still holds is said."""
     def answer(after: str) -> tuple[list[Command], list[Command], LLMSeat]:
-        t = day3_investigator(((7, "I am the Investigator."),))
+        t = day3_investigator(((7, "I am the Investigator."),), fake_doctor=False)
         backend = ScriptedBackend([
             "<thinking>Player 1.</thinking>", "<vote>Player 1</vote>",
             "<thinking>Push.</thinking>",
@@ -1393,9 +1396,9 @@ def test_a_claim_that_fits_the_seats_investigator_result_is_trusted() -> None:
     against them while others are left, and the result defends them."""
     from tossim.agents.moves import trusted
 
-    plain = day3_investigator().memories[7]  # N2: Player 2 could be a Bodyguard, ...
+    plain = day3_investigator(fake_doctor=False).memories[7]  # N2: Player 2 could be a ...
     assert 2 not in trusted(plain) and "Player 2" in votable(plain)
-    fits = day3_investigator(((2, "I am the Bodyguard."),)).memories[7]
+    fits = day3_investigator(((2, "I am the Bodyguard."),), fake_doctor=False).memories[7]
     assert 2 in trusted(fits) and "Player 2" not in votable(fits)
     assert any(isinstance(m, Defend) and m.target == 2 and m.reason.kind == "result"
                for m in move_table(fits).speak.values())
@@ -1463,3 +1466,28 @@ def test_a_team_seat_never_votes_against_a_teammate() -> None:
     on_trial = _on_trial((), 4)
     assert "guilty" not in _verdicts(on_trial, 2)
     assert "guilty" in _verdicts(on_trial, 5)
+
+
+def test_a_town_seat_votes_for_the_enemy_its_game_shows() -> None:
+    """Seen in a lobby: an Investigator seat found "Player 5 could be a
+    Bodyguard, Godfather, or Arsonist.", Player 5 claimed Investigator, and
+    the seat voted against the player who had claimed Sheriff. A Town seat
+    with no plan votes, plans and gives its example for a player its game
+    shows to be an enemy (`moves.exposed`), and never spares them."""
+    from tossim.agents.moves import exposed
+
+    free = day3_investigator(fake_doctor=False).memories[7]  # N2: Player 2 could be a GF ...
+    assert exposed(free) == set() and len(votable(free)) > 1
+    lying = day3_investigator(((2, "I am the Investigator."),), fake_doctor=False)
+    seat = lying.memories[7]
+    assert exposed(seat) == {2} and votable(seat) == ["Player 2"]
+    assert {m.target for m in move_table(seat).speak.values() if isinstance(m, VotePlan)} == {2}
+    for seed in range(8):
+        turn = build_messages(seat, speech="moves", seed=seed)[-1]["content"]
+        assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 2"]
+    # a claim after the claimed role died shows every Town seat an enemy
+    t = day3_investigator()
+    assert 4 in exposed(t.memories[5]) and votable(t.memories[5]) == ["Player 4"]
+    assert exposed(t.memories[2]) == set() and len(votable(t.memories[2])) > 1  # the Godfather
+    # and on the stand the seat does not spare them
+    assert "innocent" not in _verdicts(_on_trial(((2, "I am the Investigator."),), 2), 7)

@@ -57,7 +57,9 @@ def test_prompt_structure() -> None:
                  "Player 3's will is probably fake.\"",
                  "- Day 2: Player 5 claimed Lookout. Nobody was put on trial.",
                  "- check_will(Player 3): Player 3's will:",
-                 "- <vote>Player 2</vote> - put on trial: Player 1, Player 2, Player 4, Player 5,"):
+                 # Player 4's Doctor claim after the Doctor's death: the vote example
+                 # names them (`moves.exposed`)
+                 "- <vote>Player 4</vote> - put on trial: Player 1, Player 2, Player 4, Player 5,"):
         assert line in turn, line
     # every private result so far, with its night and the target the seat chose
     results = turn.split("**Your results so far**")[1].split("**Today's Live Chat:**")[0]

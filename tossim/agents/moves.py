@@ -628,6 +628,28 @@ def spared(memory: SeatMemory) -> set[int]:
     return trusted(memory) | set(memory.you.teammates or ())
 
 
+def exposed(memory: SeatMemory, why: Mapping[int, Sequence[Reason]] | None = None) -> set[int]:
+    """The living players a Town seat's game shows to be enemies of the
+    Town (`_enemy_shown`), or lying: its own Investigator result on them
+    does not hold the role they claimed. Its vote, vote plans and vote
+    example go to them while one is on the ballot (seen in a lobby: an
+    Investigator seat found Player 5 could be a Bodyguard, Godfather, or
+    Arsonist; Player 5 claimed Investigator, and the seat voted against
+    the player who had claimed Sheriff). Empty for other seats, whose
+    votes follow their own goals. `why`: `reasons`, when already read."""
+    if memory.you.faction != "town":
+        return set()
+    why = reasons(memory) if why is None else why
+    out = set()
+    for s, known in why.items():
+        claim = next((r.role for r in known if r.kind == "claim"), None)
+        if _enemy_shown(known) or (claim is not None and any(
+                r.kind == "result" and r.result is not None and r.result.kind == "group"
+                and r.result.target == s and not _fits(r.result, claim) for r in known)):
+            out.add(s)
+    return out
+
+
 def _fits(result: Result, claim: str | None) -> bool:
     """Whether the seat's own `result` speaks for its player, whose latest
     claim is `claim`: not suspicious, or an Investigator's group that holds
@@ -763,8 +785,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # today." in the discussion and again in the vote; the day's summary
     # quoted both)
     if memory.phase in VOTE_PLAN_PHASES and not _said_today(memory, _PLAN_HEADS):
+        enemies = exposed(memory, why) - trust
         planned = ([plan] if plan in others
-                   else [s for s in others if s not in trust] or others)
+                   else [s for s in others if s in enemies]
+                   or [s for s in others if s not in trust] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
     # a seat asks each question once a game, and none while it holds a
     # result it has not said in public (seen in a lobby: an Investigator
@@ -889,14 +913,20 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     """The vote's targets held to what this seat said today: only the player
     it said it would vote for, else anyone but the players it stands by
     (`spared`: spoken up for today, found not suspicious, or a teammate)
-    while others are left. A seat that speaks in moves votes as it spoke
-    (seen in a lobby: "I am voting Player 4 today." and then a vote against
-    Player 5; "Leave Player 4 alone" and then a vote against Player 4)."""
+    while others are left; a Town seat with no plan votes for a player its
+    game shows to be an enemy (`exposed`) while one is on the ballot. A seat
+    that speaks in moves votes as it spoke (seen in a lobby: "I am voting
+    Player 4 today." and then a vote against Player 5; "Leave Player 4
+    alone" and then a vote against Player 4)."""
     shown = _shown(memory)
     plan = announced_vote(memory)
     spare = spared(memory)
     if plan is not None and plan not in spare and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
+    enemies = [o for o in (shown(s) for s in sorted(exposed(memory) - spare))
+               if o in vote.options]
+    if enemies:
+        return replace(vote, options=tuple(enemies))
     return _leaving_out(vote, {shown(s) for s in spare})
 
 
@@ -904,8 +934,9 @@ def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
     """The verdicts held to what this seat knows and said, as its vote is
     (seen in a lobby: an Investigator seat voted innocent on a player who had
     claimed Framer). A Town seat does not spare an accused the game has shown
-    to be an enemy of the Town: a confessed enemy role, a claim a death or
-    the seat's own role disproves, or its own suspicious result. Any seat
+    to be an enemy of the Town (`exposed`): a confessed enemy role, a claim
+    a death or the seat's own role disproves, its own suspicious result, or
+    its Investigator result that does not hold their claim. Any seat
     spares a player it spoke up for today or found not suspicious, and does
     not spare one it called to vote against today. A team seat never votes
     guilty on a teammate its View names."""
@@ -916,7 +947,7 @@ def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
         return _leaving_out(judge, {"guilty"})  # nor lynches one (as `vote_choice`)
     mine, claimed = own_results(memory), _claims(memory)
     why = reasons(memory, claimed, mine).get(accused, [])
-    if memory.you.faction == "town" and _enemy_shown(why):
+    if accused in exposed(memory, {accused: why}):
         return _leaving_out(judge, {"innocent"})
     if accused in trusted(memory, mine, claimed):
         return _leaving_out(judge, {"guilty"})

@@ -252,11 +252,14 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
-    # the vote example names the player the seat said it would vote for, and
+    # the vote example names the player the seat said it would vote for (else,
+    # for a Town seat, one its game shows to be an enemy: `moves.exposed`), and
     # never one it stands by or a teammate (`moves.spared`) while others are
     # left: a small model copies its example, so the seat's vote keeps its word
     spared = moves.spared(memory)
     plan = moves.announced_vote(memory)
+    if plan is None or plan in spared:  # else a shown enemy, as `moves.vote_choice`
+        plan = min(moves.exposed(memory) - spared, default=None)
     planned = escape_text(memory.name(plan)) if plan is not None and plan not in spared else ""
     left_out = {escape_text(memory.name(s)) for s in spared}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
