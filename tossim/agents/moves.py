@@ -620,12 +620,13 @@ def trusted(memory: SeatMemory, results: Sequence[Result] | None = None,
         if _fits(r, said[-1][1] if (said := claimed.get(r.target)) else None)}
 
 
-def spared(memory: SeatMemory) -> set[int]:
+def spared(memory: SeatMemory, results: Sequence[Result] | None = None,
+           claimed: Mapping[int, Sequence[tuple[int, str]]] | None = None) -> set[int]:
     """The players this seat's vote and vote example leave out while anyone
     else is left: those it stands by (`trusted`) and, on a team, the
     teammates its View names (seen in a lobby: a Godfather seat voted
-    against its own Framer on Day 4)."""
-    return trusted(memory) | set(memory.you.teammates or ())
+    against its own Framer on Day 4). `results`, `claimed`: as `trusted`."""
+    return trusted(memory, results, claimed) | set(memory.you.teammates or ())
 
 
 def exposed(memory: SeatMemory, why: Mapping[int, Sequence[Reason]] | None = None) -> set[int]:
@@ -644,8 +645,8 @@ def exposed(memory: SeatMemory, why: Mapping[int, Sequence[Reason]] | None = Non
     for s, known in why.items():
         claim = next((r.role for r in known if r.kind == "claim"), None)
         if _enemy_shown(known) or (claim is not None and any(
-                r.kind == "result" and r.result is not None and r.result.kind == "group"
-                and r.result.target == s and not _fits(r.result, claim) for r in known)):
+                r.result is not None and r.result.kind == "group"
+                and not _fits(r.result, claim) for r in known)):
             out.add(s)
     return out
 
@@ -920,10 +921,12 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     alone" and then a vote against Player 4)."""
     shown = _shown(memory)
     plan = announced_vote(memory)
-    spare = spared(memory)
+    mine, claimed = own_results(memory), _claims(memory)  # read once for both
+    spare = spared(memory, mine, claimed)
     if plan is not None and plan not in spare and shown(plan) in vote.options:
         return replace(vote, options=(shown(plan),))
-    enemies = [o for o in (shown(s) for s in sorted(exposed(memory) - spare))
+    why = reasons(memory, claimed, mine)
+    enemies = [o for o in (shown(s) for s in sorted(exposed(memory, why) - spare))
                if o in vote.options]
     if enemies:
         return replace(vote, options=tuple(enemies))

@@ -260,7 +260,7 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     plan = moves.announced_vote(memory)
     if plan is None or plan in spared:  # else a shown enemy, as `moves.vote_choice`
         plan = min(moves.exposed(memory) - spared, default=None)
-    planned = escape_text(memory.name(plan)) if plan is not None and plan not in spared else ""
+    planned = escape_text(memory.name(plan)) if plan is not None else ""
     left_out = {escape_text(memory.name(s)) for s in spared}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
