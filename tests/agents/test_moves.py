@@ -621,6 +621,9 @@ def test_a_seat_holds_to_the_vote_it_announced() -> None:
     for seed in range(12):
         turn = build_messages(said, speech="moves", seed=seed)[-1]["content"]
         assert re.findall(r"<vote>(Player \d)</vote>", turn) == ["Player 4"]
+        # and the list of whom it may put on trial names that player only, as
+        # its grammar allows (it listed all six)
+        assert re.findall(r"put on trial: (.*)", turn) == ["Player 4"]
     # and its grammar lets it vote for no one else (seen in a lobby: "I am
     # voting Player 4 today." and then a vote against Player 5)
     assert votable(said) == ["Player 4"]

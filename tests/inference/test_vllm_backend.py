@@ -184,17 +184,14 @@ def serve_vllm(*extra: str, env: dict[str, str] | None = None,
             log.close()
 
 
-@pytest.fixture(scope="module")
-def vllm_server() -> Iterator[str]:
-    with serve_vllm() as url:
-        yield url
-
-
 @needs_vllm
 @pytest.mark.model
-async def test_openai_backend_against_vllm_server(vllm_server: str) -> None:
+async def test_openai_backend_against_vllm_server(vllm_chat_url: str) -> None:
+    """On the one `vllm serve` the chat tests share (tests/conftest.py): its
+    tool-calling flags leave the completions endpoint as it is, and each start
+    costs a minute or more on two cores."""
     pytest.importorskip("transformers")
-    backend = OpenAIBackend(vllm_server, SMOL)
+    backend = OpenAIBackend(vllm_chat_url.removesuffix("/v1"), SMOL)
     try:
         await backend.start()  # runs self_test: raises if structured_outputs were ignored
         assert backend.self_test_result is not None

@@ -853,15 +853,23 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
             fresh = tuple(rewrites(memory, table, c.tag))
             (out if fresh else kept).append(Choice(c.tag, "final", "move", body=(
                 Part("opt", options=fresh or tuple(getattr(table, c.tag))),)))
-        elif c.tag == "vote":
-            out.append(vote_choice(memory, c))
-        elif c.tag == "judge":
-            out.append(judge_choice(memory, c))
-        elif c.tag == "night" and c.arg == "names":
-            out.append(night_choice(memory, c))
         else:
-            out.append(c)
+            out.append(held_choice(memory, c))
     return out or kept
+
+
+def held_choice(memory: SeatMemory, choice: Choice) -> Choice:
+    """A vote, verdict or night target held to what this seat knows and said
+    (`vote_choice`, `judge_choice`, `night_choice`); any other choice as it
+    is. The grammar and the prompt's list of what is available both read it,
+    so the prompt never offers a name the grammar then refuses."""
+    if choice.tag == "vote":
+        return vote_choice(memory, choice)
+    if choice.tag == "judge":
+        return judge_choice(memory, choice)
+    if choice.tag == "night" and choice.arg == "names":
+        return night_choice(memory, choice)
+    return choice
 
 
 def _died_out(role: str, dead_roles: set[str]) -> bool:

@@ -267,6 +267,8 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
             if c.tag != "whisper":
                 out += moves.action_lines(memory, c.tag, protocol, table)
             continue
+        if table is not None:  # the names and verdicts the grammar allows
+            c = moves.held_choice(memory, c)
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
         if c.tag == "vote" and planned in opts:
             name = planned
