@@ -1451,6 +1451,27 @@ def test_a_guilty_verdict_is_a_charge_only_on_a_lynched_town_player() -> None:
         "they voted guilty on Player 5, who was the Lookout"
 
 
+def test_a_claim_another_player_also_makes_speaks_for_neither() -> None:
+    """Seen in a lobby: Player 5 and Player 6 both claimed Sheriff (which its
+    list dealt once), and a model seat said "I trust Player 5 for now; they
+    claimed Sheriff." in the vote and "I trust Player 6 for now; ..." that
+    night. Two living players who claim a role the game deals once clear
+    neither; one claimant alone may still be spoken up for."""
+    def defended(memory: SeatMemory) -> set[int]:
+        return {m.target for m in move_table(memory).speak.values()
+                if isinstance(m, Defend) and m.reason.kind == "claim"}
+
+    one = day3_investigator(((6, "I am the Mayor."),), fake_doctor=False).memories[1]
+    assert 6 in defended(one)
+    two = day3_investigator(((6, "I am the Mayor."), (8, "I am the Mayor.")),
+                            fake_doctor=False).memories[1]
+    assert not {6, 8} & defended(two) and defended(two)  # others still may be
+    assert {r.other for r in reasons(two)[6] if r.kind == "contested"} == {8}
+    # a rival claim is not a charge of its own
+    assert not any(isinstance(m, Accuse) and m.reason.kind == "contested"
+                   for m in move_table(two).speak.values())
+
+
 def test_a_team_seat_never_votes_against_a_teammate() -> None:
     """Seen in a lobby: a Godfather seat voted against its own Framer on
     Day 4. A seat's vote, vote example and verdict leave out the teammates

@@ -118,10 +118,13 @@ class Result:
 class Reason:
     """Why a player is accused or defended, taken from the seat's game:
     `kind` vote | claim | result | will | death | counter | confess |
-    no_claim; `about` the player. `death` and `counter` disprove a claim: the
-    claimed role has died, or the game deals it once (`dealt_once`) and this
-    seat holds or has claimed it; `confess` is a claim of a role the Town
-    must lynch (the registry's `threat`: a Godfather, not a Jester)."""
+    contested | no_claim; `about` the player. `death` and `counter` disprove
+    a claim: the claimed role has died, or the game deals it once
+    (`dealt_once`) and this seat holds or has claimed it; `confess` is a
+    claim of a role the Town must lynch (the registry's `threat`: a
+    Godfather, not a Jester); `contested`: another living player (`other`)
+    claims the same role, dealt once, so one of them lies and the claim
+    speaks for neither (`_clears`)."""
 
     kind: str
     about: int
@@ -145,6 +148,8 @@ class Reason:
             return f"they claimed {self.role}, but I am the {self.role}"
         if self.kind == "confess":
             return f"they claimed {self.role}, an enemy of the Town"
+        if self.kind == "contested":
+            return f"they claimed {self.role}, as {name(self.other or 0)} did"
         if self.kind == "will":
             return f"{name(self.other or 0)}'s will names them"
         if self.kind == "result" and self.result is not None:
@@ -445,16 +450,20 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
     claimed = _claims(memory) if claimed is None else claimed
     mine = own_claim(memory, claimed.get(memory.slot, ())) or memory.you.role
     once = dealt_once(memory)
+    latest = {s: said[-1][1] for s, said in claimed.items() if s in out}
     for s, said in claimed.items():
         if s not in out:
             continue
         day, role = said[-1]
+        rival = min((t for t, r in latest.items() if r == role and t != s), default=None)
         if _died_out(role, dead_roles):
             out[s].append(Reason("death", s, day, role=role))
         elif role == mine and role in once:
             out[s].append(Reason("counter", s, day, role=role))
         elif _enemy(role):
             out[s].append(Reason("confess", s, day, role=role))
+        elif rival is not None and role in once:
+            out[s].append(Reason("contested", s, day, other=rival, role=role))
         out[s].append(Reason("claim", s, day, role=role))
     lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
     # a vote against a player since shown to be an enemy of the Town is no
@@ -761,7 +770,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         if s == spared:
             continue
         group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind != "claim"})
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ())
+               if r.kind not in ("claim", "contested")})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
@@ -904,13 +914,14 @@ def _enemy_shown(known: Sequence[Reason]) -> bool:
 
 def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     """Whether `reason` speaks for its player: a claim that neither a death
-    nor the seat's own role (dealt once) has disproved (`known`: every reason
-    about them), the seat's result that they are not suspicious, or its
-    Investigator result that holds the role they claimed (and nothing has
-    disproved)."""
+    nor the seat's own role (dealt once) has disproved and no other living
+    player contests (`known`: every reason about them), the seat's result
+    that they are not suspicious, or its Investigator result that holds the
+    role they claimed (and nothing has disproved)."""
     disproved = any(r.kind in DISPROVING for r in known)
-    if reason.kind == "claim":
-        return not disproved
+    if reason.kind == "claim":  # (seen in a lobby: "I trust Player 5 for now; they
+        # claimed Sheriff." while Player 6 claimed Sheriff too)
+        return not disproved and not any(r.kind == "contested" for r in known)
     result = reason.result
     if reason.kind != "result" or result is None:
         return False
