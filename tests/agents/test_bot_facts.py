@@ -75,6 +75,13 @@ def test_a_mafia_bot_does_not_speak_up_for_a_teammate_who_confessed() -> None:
     bot.claims[3] = "lookout"
     assert bot._verdict(3) == "innocent"
     assert bot._verdict(4) == "guilty"
+    # seen in a lobby: "Player 3 claimed Jailor and nothing speaks against
+    # it." from the Godfather, after the game's only Jailor had died
+    bot.claims[3] = "jailor"
+    assert bot._verdict(3) == "innocent"
+    bot.dead_role[6] = "jailor"
+    bot._stats = bot._sus = None
+    assert bot._verdict(3) == "abstain"
 
 
 def test_a_lying_bot_wills_the_role_it_claimed() -> None:

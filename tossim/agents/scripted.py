@@ -1377,11 +1377,15 @@ class ScriptedBot:
         if self.mafia:
             if accused not in self.team:
                 return "guilty"
-            # a teammate who has named a role of the Mafia in public is lost:
-            # sparing them out loud only ties this bot to them (seen in a
-            # lobby: "Nothing contradicts Ann as Framer. Let them live.")
+            # a teammate who has named a role of the Mafia in public, or whose
+            # claim a death has disproved, is lost: sparing them out loud only
+            # ties this bot to them (seen in lobbies: "Nothing contradicts Ann
+            # as Framer. Let them live."; "Player 3 claimed Jailor and nothing
+            # speaks against it." after the Jailor had died)
             claim = self.claims.get(accused)
-            return "abstain" if claim is not None and _enemy(claim) else "innocent"
+            lost = claim is not None and (
+                _enemy(claim) or (self._once(claim) and claim in self._claim_stats()[0]))
+            return "abstain" if lost else "innocent"
         if role == "serial_killer":
             return "guilty"
         if _enemy(role) and self._must_lynch():
