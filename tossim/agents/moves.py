@@ -455,14 +455,14 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
         if s not in out:
             continue
         day, role = said[-1]
-        rival = min((t for t, r in latest.items() if r == role and t != s), default=None)
         if _died_out(role, dead_roles):
             out[s].append(Reason("death", s, day, role=role))
         elif role == mine and role in once:
             out[s].append(Reason("counter", s, day, role=role))
         elif _enemy(role):
             out[s].append(Reason("confess", s, day, role=role))
-        elif rival is not None and role in once:
+        elif role in once and (rival := min(
+                (t for t, r in latest.items() if r == role and t != s), default=None)):
             out[s].append(Reason("contested", s, day, other=rival, role=role))
         out[s].append(Reason("claim", s, day, role=role))
     lynched = {e["day"]: e["data"] for e in memory.events if e["key"] == "lynch.death"}
@@ -919,8 +919,8 @@ def _clears(reason: Reason, known: Sequence[Reason]) -> bool:
     that they are not suspicious, or its Investigator result that holds the
     role they claimed (and nothing has disproved)."""
     disproved = any(r.kind in DISPROVING for r in known)
-    if reason.kind == "claim":  # (seen in a lobby: "I trust Player 5 for now; they
-        # claimed Sheriff." while Player 6 claimed Sheriff too)
+    if reason.kind == "claim":  # (seen in a lobby: "I trust Player 5 for now;
+        # they claimed Sheriff." while Player 6 claimed Sheriff too)
         return not disproved and not any(r.kind == "contested" for r in known)
     result = reason.result
     if reason.kind != "result" or result is None:

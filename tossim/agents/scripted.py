@@ -550,6 +550,11 @@ class ScriptedBot:
         the same rule)."""
         return ROLES[role].unique or self.odds.slots.get(role, 2) <= 1
 
+    def _died_out(self, claim: str) -> bool:
+        """Whether a death has disproved a claim of `claim`: the game's only
+        one of that role has died."""
+        return self._once(claim) and claim in self._claim_stats()[0]
+
     def _claim_stats(self) -> tuple[set[str], dict[str, int]]:
         """Roles seen at death, and how many living players claim each role."""
         if self._stats is None:
@@ -884,8 +889,7 @@ class ScriptedBot:
             return talk.pick(rng, talk.reason_changed(ROLES[a].name, ROLES[b].name))
         if claim is not None and t not in self.revealed:
             cname = ROLES[claim].name
-            dead_roles, _ = self._claim_stats()
-            if claim in dead_roles and self._once(claim):
+            if self._died_out(claim):
                 return talk.pick(rng, talk.reason_claimed_dead_role(cname))
             if claim == self.role and ROLES[self.role].faction is Faction.TOWN \
                     and self._once(claim):
@@ -1383,8 +1387,7 @@ class ScriptedBot:
             # as Framer. Let them live."; "Player 3 claimed Jailor and nothing
             # speaks against it." after the Jailor had died)
             claim = self.claims.get(accused)
-            lost = claim is not None and (
-                _enemy(claim) or (self._once(claim) and claim in self._claim_stats()[0]))
+            lost = claim is not None and (_enemy(claim) or self._died_out(claim))
             return "abstain" if lost else "innocent"
         if role == "serial_killer":
             return "guilty"
@@ -1400,7 +1403,7 @@ class ScriptedBot:
             return "guilty"  # no role, no defence: the Town cannot clear them
         dead_roles, claimants = self._claim_stats()
         r = ROLES[claim]
-        if self._once(claim) and (claim in dead_roles or claim == self.role):
+        if self._died_out(claim) or (self._once(claim) and claim == self.role):
             return "guilty"  # the game's only one of that role is dead, or is me
         if r.faction is not Faction.TOWN:
             return "guilty"  # claims an evil role
