@@ -39,6 +39,7 @@ from tossim.agents.moves import (
     render,
     speak_move,
     structured_choices,
+    team_night,
     unreported,
 )
 from tossim.agents.prompting import build_messages
@@ -1515,3 +1516,80 @@ def test_a_town_seat_votes_for_the_enemy_its_game_shows() -> None:
     assert exposed(t.memories[2]) == set() and len(votable(t.memories[2])) > 1  # the Godfather
     # and on the stand the seat does not spare them
     assert "innocent" not in _verdicts(_on_trial(((2, "I am the Investigator."),), 2), 7)
+
+
+def test_the_dead_talk_only_among_themselves() -> None:
+    """Seen in a lobby: a lynched Mafioso told the dead chat "Tomorrow I will
+    claim Escort.". The dead, whose roles are shown, claim nothing, make up
+    no result, plan no vote and ask the living nothing; they may still talk
+    about the living with the dead."""
+    t = _on_trial((), 4)  # the Mafioso who claimed Doctor after the Doctor died
+    for p in t.game.living():
+        if p.slot != 4:
+            apply(t.game, Judge(p.slot, "guilty"))
+    while t.game.phase.value != "night":
+        t.timeout()
+    t.observe()
+    dead = t.memories[4]
+    assert not dead.you.alive and dead.you.teammates and dead.phase == "night"
+    assert not team_night(dead)
+    kinds = {type(m).__name__ for m in move_table(dead).speak.values()}
+    assert kinds and not kinds & {"ClaimRole", "VotePlan", "Ask"}, kinds
+    assert not [m for m in move_table(dead).speak.values()
+                if isinstance(m, Report) and m.lie]
+    # the living Godfather still tells its team tomorrow's cover
+    assert team_night(t.memories[2])
+    assert [m for m in move_table(t.memories[2]).speak.values() if isinstance(m, ClaimRole)]
+
+
+def test_to_its_team_a_seat_says_what_a_teammate_needs_to_hear() -> None:
+    """Seen in lobbies, in the Mafia's night chat: a Godfather that had
+    claimed Investigator said "Tomorrow I will claim Investigator."; a
+    Mafioso that had claimed Jailor said "They claimed Jailor, but I am the
+    Jailor." of the real Jailor; both teammates said the same accusation.
+    Once a cover is given the team hears no plan for it, a counter-claim on
+    a cover is no charge to the team (it stays one in public), and a player
+    a teammate named tonight is left to that teammate."""
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+    t = Tracker(g, list(range(1, 8)))
+    apply(g, Chat(2, "I am the Investigator."))
+    apply(g, Chat(4, "I am the Jailor."))
+    apply(g, Chat(1, "I am the Jailor."))
+    apply(g, Chat(6, "I am the Serial Killer."))
+    t.observe()
+
+    def accused(slot: int) -> set[tuple[int, str]]:
+        return {(m.target, m.reason.kind) for m in move_table(t.memories[slot]).speak.values()
+                if isinstance(m, Accuse)}
+
+    assert (1, "counter") in accused(4)  # in public, the bluff stands
+    t.timeout()  # Night 1
+    t.observe()
+    godfather, mafioso = t.memories[2], t.memories[4]
+    assert team_night(godfather) and team_night(mafioso)
+    assert (1, "counter") not in accused(4)
+    assert (6, "confess") in accused(2)
+    apply(g, Chat(4, "Player 6 has some explaining to do. They claimed Serial Killer."))
+    t.observe()
+    assert 6 not in {target for target, _kind in accused(2)}
+    assert (6, "confess") in accused(4)  # its own line does not bind it
+    while g.phase.value != "night" or g.day != 2:
+        t.timeout()
+    t.observe()
+    assert team_night(godfather)
+    assert not [m for m in move_table(godfather).speak.values() if isinstance(m, ClaimRole)]
+
+
+def test_nobody_asks_a_teammate() -> None:
+    """Seen in a lobby: a Godfather seat asked its Framer "Player 3, do you
+    have any results to share?". A seat asks its teammates nothing."""
+    t = day3_investigator()
+
+    def asked(slot: int) -> set[int]:
+        return {m.target for m in move_table(t.memories[slot]).speak.values()
+                if isinstance(m, Ask)}
+
+    assert t.memories[2].you.teammates == (4,)
+    assert asked(2) and 4 not in asked(2)  # the Godfather, of its Mafioso
+    assert 4 in asked(1)  # the Sheriff may ask Player 4

@@ -692,9 +692,17 @@ def move_table(memory: SeatMemory) -> MoveTable:
     made = claimed.get(memory.slot, [])
     said = own_claim(memory, made)
     claims = claimable(memory, roles, said, claimed)
+    # the dead talk only among themselves, whose roles are shown: no claim,
+    # made-up result, vote plan or question to the living (seen in a lobby:
+    # a lynched Mafioso told the dead chat "Tomorrow I will claim Escort.")
+    alive = memory.you.alive
+    team = team_night(memory)
     # a claim is said once a day (seen in a lobby: "Time to claim. I am the
-    # Doctor." in the discussion and again in the vote of the same day)
-    if all(day != memory.day for day, _role in made):
+    # Doctor." in the discussion and again in the vote of the same day), and
+    # to the team at night only as the cover for tomorrow, so not once it is
+    # given (seen in a lobby: a Godfather that had claimed Investigator told
+    # its team "Tomorrow I will claim Investigator." that night)
+    if alive and all(day != memory.day for day, _role in made) and not (team and made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
     mine = own_results(memory)
     lines = own_public_lines(memory)
@@ -713,7 +721,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # suspicious." in the discussion and "Results: Player 3 is not
     # suspicious." in the Judgement)
     lies: dict[str, Move] = {}
-    if memory.you.faction != "town" and memory.day >= 2 and (
+    if alive and memory.you.faction != "town" and memory.day >= 2 and (
             said in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
@@ -729,6 +737,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # they claimed Jailor.", and "Do not lynch Player 2. They claimed
     # Jailor." after the real Jailor's death)
     why = reasons(memory, claimed, mine)
+    # to the team a counter-claim made on a cover is no charge (seen in a
+    # lobby: a Mafioso that had claimed Jailor told its Godfather "Player 4
+    # has some explaining to do. They claimed Jailor, but I am the Jailor."),
+    # and a player a teammate named tonight is its charge (seen: both
+    # teammates said the same accusation in the Mafia's chat)
+    hidden = {"claim", "contested"} | ({"counter"} if team and said != own_role else set())
+    named = _named_by_team(memory) if team else set()
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
     # goes to Player 5." right after voting against Player 14), one that has
     # said its plan today repeats it (`announced_vote`); a plan only
@@ -767,11 +782,10 @@ def move_table(memory: SeatMemory) -> MoveTable:
     else:
         charged = [s for s in others if s not in trust]
     for s in charged:
-        if s == spared:
+        if s == spared or s in named:
             continue
         group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ())
-               if r.kind not in ("claim", "contested")})
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind not in hidden})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
@@ -795,7 +809,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a plan is said once a day (seen in a lobby: "I am voting Player 4
     # today." in the discussion and again in the vote; the day's summary
     # quoted both)
-    if memory.phase in VOTE_PLAN_PHASES and not _said_today(memory, _PLAN_HEADS):
+    if alive and memory.phase in VOTE_PLAN_PHASES and not _said_today(memory, _PLAN_HEADS):
         enemies = exposed(memory, why) - trust
         planned = ([plan] if plan in others
                    else [s for s in others if s in enemies]
@@ -807,10 +821,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # and never reported its Night 2 result); nobody is asked a role they
     # have claimed (seen: "Player 2, what is your role?" after Player 2's
     # second Sheriff claim); at night only a Jailor asks, and only its
-    # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5)
-    askable = ([] if accused_me else [on_trial] if on_trial is not None
-               else living if memory.phase != "night"
-               else [s for s in living if s == memory.you.prisoner])
+    # prisoner (seen: a Jailor asked Player 4 in its jail chat with Player 5);
+    # nobody asks a teammate, whose answers it knows (seen in a lobby: a
+    # Godfather seat asked its Framer "do you have any results to share?")
+    askable = ([] if accused_me or not alive else [on_trial] if on_trial in others
+               else [] if on_trial is not None
+               else others if memory.phase != "night"
+               else [s for s in others if s == memory.you.prisoner])
     if not untold:
         for s in askable:
             group("ask", f"ask {name(s)} about ",
@@ -1050,9 +1067,22 @@ def parse_move(memory: SeatMemory, tag: str, text: str,
 
 
 def team_night(memory: SeatMemory) -> bool:
-    """Whether the seat's speech now goes to its own team: a night, out of
-    jail, with teammates (the Mafia's chat)."""
-    return memory.phase == "night" and bool(memory.you.teammates) and not memory.you.jailed
+    """Whether the seat's speech now goes to its own team: a night, alive and
+    out of jail, with teammates (the Mafia's chat)."""
+    return (memory.phase == "night" and memory.you.alive and bool(memory.you.teammates)
+            and not memory.you.jailed)
+
+
+TEAM_CHAT_KEYS = frozenset({"chat.mafia", "chat.team"})
+
+
+def _named_by_team(memory: SeatMemory) -> set[int]:
+    """The living players a teammate's line in the team's chat named tonight."""
+    lines = [str(e["data"].get("text", "")) for e in memory.day_events(memory.day)
+             if e["key"] in TEAM_CHAT_KEYS and e["data"].get("author") != memory.slot]
+    return {p.slot for p in memory.living()
+            if any(re.search(rf"(?<!\w){re.escape(memory.name(p.slot))}(?!\w)", line)
+                   for line in lines)}
 
 
 def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parsed, Move]:
