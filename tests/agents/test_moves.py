@@ -1593,3 +1593,18 @@ def test_nobody_asks_a_teammate() -> None:
     assert t.memories[2].you.teammates == (4,)
     assert asked(2) and 4 not in asked(2)  # the Godfather, of its Mafioso
     assert 4 in asked(1)  # the Sheriff may ask Player 4
+
+
+def test_nobody_is_asked_for_results_their_claim_does_not_get() -> None:
+    """Seen in a lobby: "Player 7, do you have any results to share?" to a
+    player who had claimed Medium. Results are asked of players who have
+    claimed nothing or a role that gets them (Town Investigative)."""
+    t = day3_investigator(((6, "I am the Medium."), (8, "I am the Sheriff.")))
+
+    def topics(slot: int, target: int) -> set[str]:
+        return {m.topic for m in move_table(t.memories[slot]).speak.values()
+                if isinstance(m, Ask) and m.target == target}
+
+    assert "results" not in topics(1, 6) and "will" in topics(1, 6)
+    assert "results" in topics(1, 8)
+    assert "results" in topics(1, 2)  # claimed nothing

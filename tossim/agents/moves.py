@@ -815,6 +815,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
                    else [s for s in others if s in enemies]
                    or [s for s in others if s not in trust] or others)
         group("vote_plan", "will vote ", {name(s): VotePlan(s) for s in planned})
+    # nobody is asked for results their claimed role does not get (seen in
+    # a lobby: "Player 7, do you have any results to share?" to a Medium)
     # a seat asks each question once a game, and none while it holds a
     # result it has not said in public (seen in a lobby: an Investigator
     # asked "Player 5, what is your role?" on Day 2 and again on Day 3,
@@ -834,6 +836,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
                    if q.format(name=memory.name(s)) not in spoken
                    and not (t == "role" and s in claimed)
+                   and not (t == "results" and s in claimed
+                            and not _investigates(claimed[s][-1][1]))
                    and t not in DAY1_MOOT.get(memory.phase, ())})
     for r_name in claims:
         true = r_name == own_role
@@ -897,6 +901,13 @@ def held_choice(memory: SeatMemory, choice: Choice) -> Choice:
     if choice.tag == "night" and choice.arg == "names":
         return night_choice(memory, choice)
     return choice
+
+
+def _investigates(role: str) -> bool:
+    """Whether a role gets night results to share (the registry's Town
+    Investigative roles: Sheriff, Investigator, Lookout, Spy ...)."""
+    spec = find_role(role)
+    return spec is not None and spec.alignment == "Town Investigative"
 
 
 def _died_out(role: str, dead_roles: set[str]) -> bool:
