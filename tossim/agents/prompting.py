@@ -252,16 +252,6 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
     out = []
     table = moves.move_table(memory) if speech == "moves" else None
     rng = random.Random(f"{seed}:{memory.slot}:{memory.day}:{memory.phase}")
-    # the vote example names the player the seat said it would vote for (else,
-    # for a Town seat, one its game shows to be an enemy: `moves.exposed`), and
-    # never one it stands by or a teammate (`moves.spared`) while others are
-    # left: a small model copies its example, so the seat's vote keeps its word
-    spared = moves.spared(memory)
-    plan = moves.announced_vote(memory)
-    if plan is None or plan in spared:  # else a shown enemy, as `moves.vote_choice`
-        plan = min(moves.exposed(memory) - spared, default=None)
-    planned = escape_text(memory.name(plan)) if plan is not None else ""
-    left_out = {escape_text(memory.name(s)) for s in spared}
     for c in turn_choices(memory.legal, memory.names, allow_tools=False, wait=wait):
         if table is not None and c.tag in (*moves.SPEECH_TAGS, "whisper"):
             if c.tag != "whisper":
@@ -270,12 +260,14 @@ def action_lines(memory: SeatMemory, protocol: str = "xml", *, speech: str = "fr
         if table is not None:  # the names and verdicts the grammar allows
             c = moves.held_choice(memory, c)
         opts = [escape_text(o) for o in (c.attr_options or c.options)]
-        if c.tag == "vote" and planned in opts:
-            name = planned
-        elif c.tag == "vote":
-            name = _example_name(memory, [o for o in opts if o not in left_out] or opts, rng)
-        else:
-            name = _example_name(memory, opts, rng)
+        # the vote example names whom the seat's vote is held to (the player it
+        # said it would vote for, else a shown enemy, else anyone it does not
+        # stand by: `moves.vote_choice`, which a structured seat's grammar
+        # applies already): a small model copies its example, so a free-text
+        # seat's vote keeps its word too
+        pool = ([escape_text(o) for o in moves.vote_choice(memory, c).options]
+                if c.tag == "vote" and table is None else opts)
+        name = pool[0] if c.tag == "vote" and len(pool) == 1 else _example_name(memory, pool, rng)
         said = _speech_example(name, rng)
         will = will_example(memory)
         if c.tag == "whisper":
