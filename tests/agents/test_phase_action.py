@@ -143,3 +143,55 @@ def test_a_second_turn_knows_the_line_its_first_turn_said() -> None:
     memory.update(view(g, Viewer.player(7)))
     assert own_public_lines(memory, 1) == [(1, "I am the Investigator.")]
     assert not any(e.get("unsent") for e in memory.events)
+
+
+def test_a_structured_jailor_says_its_piece_then_jails_every_day() -> None:
+    """Seen in a lobby: a Jailor model seat never jailed anyone in three
+    days (it may wait, and a small model does). A structured-move seat (one
+    that may not abstain) that is a Jailor speaks first while it owes the
+    day a line, then gets a turn offering only the jail, with no `wait`;
+    once it owes no line, the jail comes first; once it has jailed, no
+    such turn. The prisoner is a suspect: never a player the seat stands by
+    while others are left."""
+    from tossim.agents.grammar import turn_choices
+    from tossim.agents.llm_seat import play_phase
+    from tossim.agents.memory import SeatMemory
+    from tossim.agents.moves import held_choice
+    from tossim.engine.commands import DayAction
+
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "godfather", "doctor", "mafioso", "lookout", "escort", "sheriff")))
+    apply(g, Chat(3, "I am the Doctor."))
+    memory = SeatMemory(1)
+    memory.update(view(g, Viewer.player(1)))
+    offered: list[tuple[str, ...]] = []
+
+    async def turn() -> Chat | DayAction | None:
+        kinds = tuple(sorted({a.kind for a in memory.legal}))
+        offered.append(kinds)
+        if kinds == ("chat",):
+            return Chat(1, "Leave Player 3 alone: they claimed Doctor.")
+        if kinds == ("jail",):
+            from tossim.agents.actions import may_wait
+            assert not may_wait(memory, False)
+            return DayAction(1, "jail", 5)
+        return None
+
+    cmds = asyncio.run(play_phase(memory, turn, act_first=True))
+    assert offered == [("chat",), ("jail",)]
+    assert cmds == [Chat(1, "Leave Player 3 alone: they claimed Doctor."),
+                    DayAction(1, "jail", 5)]
+    jail = next(c for c in turn_choices(memory.legal, memory.names) if c.tag == "jail")
+    assert "Player 3" in jail.options and "Player 3" not in held_choice(memory, jail).options
+    # a later ask the same day, the line said and no prisoner chosen: the jail first
+    apply(g, cmds[0])
+    offered.clear()
+    memory.update(view(g, Viewer.player(1)))
+    assert asyncio.run(play_phase(memory, turn, act_first=True)) == [DayAction(1, "jail", 5)]
+    assert offered[0] == ("jail",)
+    # once it has jailed: no such turn (the seat's one turn is offered everything)
+    apply(g, DayAction(1, "jail", 5))
+    offered.clear()
+    memory.update(view(g, Viewer.player(1)))
+    assert asyncio.run(play_phase(memory, turn, act_first=True)) == []
+    assert len(offered) == 1 and len(offered[0]) > 1

@@ -87,6 +87,14 @@ def phase_action_left(legal: Sequence[LegalAction], you: SelfView) -> bool:
     return bool(open_phase_actions(legal, you))
 
 
+def open_jail(legal: Sequence[LegalAction], you: SelfView) -> list[LegalAction]:
+    """A Jailor's jail for tonight while it has chosen none today: the day
+    ability its role is played by, which a structured-move seat takes as it
+    takes a vote (seen in a lobby: a Jailor model seat never jailed anyone
+    in three days; docs/agents.md, "The phase's action")."""
+    return [a for a in legal if a.kind == "jail" and you.jail_choice is None]
+
+
 def public_chat(legal: Sequence[LegalAction]) -> list[LegalAction]:
     """The legal public chat (a day's talk; not a night's Mafia or jail chat)."""
     return [a for a in legal if a.kind == "chat" and (not a.options or "public" in a.options)]
@@ -105,10 +113,11 @@ def may_wait(memory: SeatMemory, abstain: bool) -> bool:
     """Whether a seat is offered `wait` this turn. A seat that may abstain
     always is; one that may not (`LoopConfig.abstain`, the structured-move
     seats of small models) is offered it only while no phase action (a vote,
-    a verdict, a night ability) is open to it and it owes no speech today, so
-    it votes in every Voting, uses its ability every night and says
-    something every day (docs/agents.md, "The phase's action")."""
-    return abstain or not (phase_action_left(memory.legal, memory.you) or owes_speech(memory))
+    a verdict, a night ability, a Jailor's jail) is open to it and it owes
+    no speech today, so it votes in every Voting, uses its ability every
+    night and says something every day (docs/agents.md, "The phase's action")."""
+    return abstain or not (phase_action_left(memory.legal, memory.you) or owes_speech(memory)
+                           or open_jail(memory.legal, memory.you))
 
 
 def phase_actions_only(legal: Sequence[LegalAction]) -> list[LegalAction]:

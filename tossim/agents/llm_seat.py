@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tossim.agents.actions import (
+    open_jail,
     open_phase_actions,
     owes_speech,
     phase_action_left,
@@ -28,7 +29,15 @@ from tossim.agents.metrics import AgentMetrics, SeatMetrics
 from tossim.agents.moves import Move, move_table, offered
 from tossim.agents.personas import PERSONAS, Persona, persona_for
 from tossim.agents.seat import ModelSeat, StepHook
-from tossim.engine.commands import Chat, Command, Judge, Vote, WriteDeathNote, WriteWill
+from tossim.engine.commands import (
+    Chat,
+    Command,
+    DayAction,
+    Judge,
+    Vote,
+    WriteDeathNote,
+    WriteWill,
+)
 from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
@@ -60,17 +69,22 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
       turn can take most of a Voting; the vote is what must not be lost.
       In a day's talk with no action open, a seat that has not spoken in
       public today gets a first turn that offers only public speech: a
-      player says something every day (`owes_speech`).
+      player says something every day (`owes_speech`). A Jailor that has
+      not chosen tonight's prisoner gets a turn that offers only the jail
+      (after that speech, time allowing; `open_jail`).
 
     `metrics` counts the phase actions open and taken (`AgentMetrics.note_phase`)."""
     open_kinds = open_phase_actions(memory.legal, memory.you)
     phase_seq = memory.phase_seq
     if metrics is not None:  # offered now: an ask cancelled at its deadline still counts
         metrics.note_phase(phase_seq, open_kinds)
+    jail = open_jail(memory.legal, memory.you) if act_first else []
     if act_first and open_kinds:
         cmds = await _action_first(memory, turn, deadline, phase_actions_only(memory.legal))
     elif act_first and owes_speech(memory):
-        cmds = await _action_first(memory, turn, deadline, public_chat(memory.legal))
+        cmds = await _action_first(memory, turn, deadline, public_chat(memory.legal), jail)
+    elif jail:
+        cmds = await _action_first(memory, turn, deadline, jail)
     else:
         cmds = await _phase_commands(memory, turn, deadline)
     if metrics is not None:
@@ -79,13 +93,15 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
 
 
 async def _action_first(memory: SeatMemory, turn: Callable[[], Awaitable[Command | None]],
-                        deadline: float | None, first_legal: list[LegalAction]
-                        ) -> list[Command]:
+                        deadline: float | None, first_legal: list[LegalAction],
+                        then: list[LegalAction] | None = None) -> list[Command]:
+    """A turn offering only `first_legal`, then, time allowing, one offering
+    `then` (a Jailor's jail after its day's speech), else everything else."""
     full = memory.legal
     memory.legal = first_legal
     first = await turn()
     cmds = [first] if first is not None else []
-    rest = [a for a in full if a not in first_legal]
+    rest = then or [a for a in full if a not in first_legal]
     if first is None or not rest or (
             deadline is not None and deadline - time.monotonic() < SIDE_TURN_MIN_S):
         return cmds
@@ -111,6 +127,8 @@ def _remember(memory: SeatMemory, first: Command, legal: list[LegalAction]) -> N
         memory.you = replace(memory.you, death_note=first.text)
     elif isinstance(first, Chat) and first.channel in (None, "public") and public_chat(legal):
         memory.say_public(first.text)
+    elif isinstance(first, DayAction) and first.ability == "jail":
+        memory.you = replace(memory.you, jail_choice=first.target)
 
 
 async def _in_time(turn: Callable[[], Awaitable[Command | None]],

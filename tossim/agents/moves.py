@@ -890,14 +890,17 @@ def structured_choices(memory: SeatMemory, choices: Sequence[Choice],
 
 
 def held_choice(memory: SeatMemory, choice: Choice) -> Choice:
-    """A vote, verdict or night target held to what this seat knows and said
-    (`vote_choice`, `judge_choice`, `night_choice`); any other choice as it
-    is. The grammar and the prompt's list of what is available both read it,
-    so the prompt never offers a name the grammar then refuses."""
+    """A vote, verdict, prisoner or night target held to what this seat knows
+    and said (`vote_choice`, `judge_choice`, `jail_choice`, `night_choice`);
+    any other choice as it is. The grammar and the prompt's list of what is
+    available both read it, so the prompt never offers a name the grammar
+    then refuses."""
     if choice.tag == "vote":
         return vote_choice(memory, choice)
     if choice.tag == "judge":
         return judge_choice(memory, choice)
+    if choice.tag == "jail":
+        return jail_choice(memory, choice)
     if choice.tag == "night" and choice.arg == "names":
         return night_choice(memory, choice)
     return choice
@@ -966,18 +969,34 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     that speaks in moves votes as it spoke (seen in a lobby: "I am voting
     Player 4 today." and then a vote against Player 5; "Leave Player 4
     alone" and then a vote against Player 4)."""
-    shown = _shown(memory)
     plan = announced_vote(memory)
     mine, claimed = own_results(memory), _claims(memory)  # read once for both
     spare = spared(memory, mine, claimed)
-    if plan is not None and plan not in spare and shown(plan) in vote.options:
-        return replace(vote, options=(shown(plan),))
-    why = reasons(memory, claimed, mine)
+    if plan is not None and plan not in spare and _shown(memory)(plan) in vote.options:
+        return replace(vote, options=(_shown(memory)(plan),))
+    return _suspects(memory, vote, spare, reasons(memory, claimed, mine))
+
+
+def _suspects(memory: SeatMemory, choice: Choice, spare: set[int],
+              why: Mapping[int, Sequence[Reason]]) -> Choice:
+    """`choice`'s players the game shows to be enemies (`exposed`) while one
+    is among them, else all but those in `spare`, while others are left."""
+    shown = _shown(memory)
     enemies = [o for o in (shown(s) for s in sorted(exposed(memory, why) - spare))
-               if o in vote.options]
+               if o in choice.options]
     if enemies:
-        return replace(vote, options=tuple(enemies))
-    return _leaving_out(vote, {shown(s) for s in spare})
+        return replace(choice, options=tuple(enemies))
+    return _leaving_out(choice, {shown(s) for s in spare})
+
+
+def jail_choice(memory: SeatMemory, jail: Choice) -> Choice:
+    """Tonight's prisoner held to what the Jailor seat knows: a player its
+    game shows to be an enemy while one is living, else anyone but the
+    players it stands by (`spared`): a Jailor jails a suspect to question,
+    not a player it cleared."""
+    mine, claimed = own_results(memory), _claims(memory)
+    return _suspects(memory, jail, spared(memory, mine, claimed),
+                     reasons(memory, claimed, mine))
 
 
 def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
