@@ -1524,6 +1524,12 @@ def test_the_dead_talk_only_among_themselves() -> None:
     no result, plan no vote and ask the living nothing; they may still talk
     about the living with the dead."""
     t = _on_trial((), 4)  # the Mafioso who claimed Doctor after the Doctor died
+
+    def lies(slot: int) -> list[Report]:
+        return [m for m in move_table(t.memories[slot]).speak.values()
+                if isinstance(m, Report) and m.lie]
+
+    assert lies(2)  # the Godfather, who has claimed nothing, may lie in public
     for p in t.game.living():
         if p.slot != 4:
             apply(t.game, Judge(p.slot, "guilty"))
@@ -1537,9 +1543,12 @@ def test_the_dead_talk_only_among_themselves() -> None:
     assert kinds and not kinds & {"ClaimRole", "VotePlan", "Ask"}, kinds
     assert not [m for m in move_table(dead).speak.values()
                 if isinstance(m, Report) and m.lie]
-    # the living Godfather still tells its team tomorrow's cover
+    # the living Godfather still tells its team tomorrow's cover, but no
+    # result it made up (seen in a lobby: "Here is what I have: Player 2 is
+    # not suspicious." in the Mafia's chat): its team knows it has none
     assert team_night(t.memories[2])
     assert [m for m in move_table(t.memories[2]).speak.values() if isinstance(m, ClaimRole)]
+    assert not lies(2)
 
 
 def test_to_its_team_a_seat_says_what_a_teammate_needs_to_hear() -> None:

@@ -719,9 +719,11 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # (they are a Sheriff's results), and, like a true result, one is said
     # once a day (seen in a lobby: a Framer's "What I found: Player 3 is not
     # suspicious." in the discussion and "Results: Player 3 is not
-    # suspicious." in the Judgement)
+    # suspicious." in the Judgement); never to the seat's own team, which
+    # knows it has no results (seen in a lobby: a Godfather told its Framer
+    # "Here is what I have: Player 2 is not suspicious." at night)
     lies: dict[str, Move] = {}
-    if alive and memory.you.faction != "town" and memory.day >= 2 and (
+    if alive and not team and memory.you.faction != "town" and memory.day >= 2 and (
             said in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
