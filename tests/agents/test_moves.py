@@ -1617,3 +1617,32 @@ def test_nobody_is_asked_for_results_their_claim_does_not_get() -> None:
     assert "results" not in topics(1, 6) and "will" in topics(1, 6)
     assert "results" in topics(1, 8)
     assert "results" in topics(1, 2)  # claimed nothing
+
+
+def test_a_liar_keeps_to_the_role_its_lies_imply() -> None:
+    """Seen in lobbies: a Framer seat said "My results: Player 4 is not
+    suspicious." and then wrote the will "I am the Medium."; a jailed Framer
+    told its Jailor "I am the Jailor.". A seat that has given a Sheriff's
+    results in public claims Sheriff, and a prisoner never claims to be the
+    Jailor that holds it."""
+    from tossim.engine.commands import DayAction
+
+    g = new_game(GameConfig(players=7, seed=4))  # Classic: each role dealt once
+    slot = {p.role: p.slot for p in g.players}
+    jailor, framer_slot = slot["jailor"], slot["framer"]
+    other = next(p.slot for p in g.players if p.faction.value == "town" and p.slot != jailor)
+    t = Tracker(g, [framer_slot])
+    t.observe()
+    framer = t.memories[framer_slot]
+    assert "Jailor" in claimable(framer, game_roles(framer), own_claim(framer))
+    apply(g, DayAction(jailor, "jail", framer_slot))
+    t.timeout()  # Night 1: the Framer in jail
+    t.observe()
+    assert framer.you.jailed
+    assert "Jailor" not in claimable(framer, game_roles(framer), own_claim(framer))
+    while g.phase.value != "discussion":
+        t.timeout()
+    apply(g, Chat(framer_slot, f"My results: Player {other} is not suspicious."))
+    t.observe()
+    assert claimable(framer, game_roles(framer), own_claim(framer)) == ["Sheriff"]
+    assert set(move_table(framer).will) == {"Sheriff"}

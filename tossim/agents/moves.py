@@ -379,12 +379,29 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     if own_spec is not None and own_spec.alignment == "Neutral Benign":
         covers.append(own)
     covers = covers or list(roles)
+    if memory.you.jailed:  # its Jailor holds that role (seen in a lobby: a
+        # jailed Framer seat told its Jailor "I am the Jailor.")
+        covers = [r for r in covers if r != "Jailor"] or covers
     claimed = _claims(memory) if claimed is None else claimed
     if said in covers and claimed.get(memory.slot):
         return [said]
+    # a seat that has given a Sheriff's results in public is the Sheriff
+    # (seen in a lobby: a Framer said "My results: Player 4 is not
+    # suspicious." and then wrote the will "I am the Medium.")
+    if said is None and "Sheriff" in covers and _gave_checks(memory):
+        return ["Sheriff"]
     fitting = _fitting_covers(memory, covers, claimed)
     # a cover only written in the will may still change: nobody has heard it
     return [said] if said in fitting else fitting
+
+
+def _gave_checks(memory: SeatMemory) -> bool:
+    """Whether the seat has said a Sheriff's result (suspicious or not) in
+    public."""
+    vocab = _vocab(memory)
+    return vocab is not None and any(
+        c.kind in (cv.SUSPICIOUS, cv.INNOCENT)
+        for _day, text in own_public_lines(memory) for c in vocab.parse(text))
 
 
 def _fitting_covers(memory: SeatMemory, covers: list[str],
