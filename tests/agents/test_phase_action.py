@@ -166,9 +166,11 @@ def test_a_structured_jailor_says_its_piece_then_jails_every_day() -> None:
     memory.update(view(g, Viewer.player(1)))
     offered: list[tuple[str, ...]] = []
 
-    async def turn() -> Chat | DayAction | None:
+    async def turn() -> Chat | DayAction | Vote | None:
         kinds = tuple(sorted({a.kind for a in memory.legal}))
         offered.append(kinds)
+        if kinds == ("vote",):
+            return Vote(1, 5)
         if kinds == ("chat",):
             return Chat(1, "Leave Player 3 alone: they claimed Doctor.")
         if kinds == ("jail",):
@@ -195,3 +197,11 @@ def test_a_structured_jailor_says_its_piece_then_jails_every_day() -> None:
     memory.update(view(g, Viewer.player(1)))
     assert asyncio.run(play_phase(memory, turn, act_first=True)) == []
     assert len(offered) == 1 and len(offered[0]) > 1
+    # in a Voting the vote comes first, then the jail (seen in a lobby: a
+    # Jailor seat's line took its Discussion, and it jailed nobody that day)
+    while g.phase.value != "voting":  # Day 2's Voting, nobody jailed yet
+        apply(g, PhaseTimeout(g.phase_seq))
+    memory.update(view(g, Viewer.player(1)))
+    offered.clear()
+    asyncio.run(play_phase(memory, turn, act_first=True))
+    assert offered == [("vote",), ("jail",)]

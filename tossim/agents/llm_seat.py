@@ -71,7 +71,7 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
       public today gets a first turn that offers only public speech: a
       player says something every day (`owes_speech`). A Jailor that has
       not chosen tonight's prisoner gets a turn that offers only the jail
-      (after that speech, time allowing; `open_jail`).
+      (after that speech or its vote, time allowing, else first; `open_jail`).
 
     `metrics` counts the phase actions open and taken (`AgentMetrics.note_phase`)."""
     open_kinds = open_phase_actions(memory.legal, memory.you)
@@ -80,7 +80,8 @@ async def play_phase(memory: SeatMemory, turn: Callable[[], Awaitable[Command | 
         metrics.note_phase(phase_seq, open_kinds)
     jail = open_jail(memory.legal, memory.you) if act_first else []
     if act_first and open_kinds:
-        cmds = await _action_first(memory, turn, deadline, phase_actions_only(memory.legal))
+        cmds = await _action_first(memory, turn, deadline, phase_actions_only(memory.legal),
+                                   jail)
     elif act_first and owes_speech(memory):
         cmds = await _action_first(memory, turn, deadline, public_chat(memory.legal), jail)
     elif jail:
