@@ -1646,3 +1646,30 @@ def test_a_liar_keeps_to_the_role_its_lies_imply() -> None:
     t.observe()
     assert claimable(framer, game_roles(framer), own_claim(framer)) == ["Sheriff"]
     assert set(move_table(framer).will) == {"Sheriff"}
+
+
+def test_a_jailor_keeps_its_role_to_itself_until_it_stands_accused() -> None:
+    """Seen in a lobby: a Jailor model seat said "I am the Jailor." on Day 1
+    and the Mafia killed it that night. A role the registry marks
+    `keeps_hidden` (Jailor, Veteran) is claimed only on the stand; its will
+    still says it."""
+    g = new_game(GameConfig(players=7, seed=4))
+    slot = {p.role: p.slot for p in g.players}
+    jailor = slot["jailor"]
+    t = Tracker(g, [jailor, slot["sheriff"]])
+    t.observe()
+
+    def claims(s: int) -> set[str]:
+        return {m.role for m in move_table(t.memories[s]).speak.values()
+                if isinstance(m, ClaimRole)}
+
+    assert claims(jailor) == set() and claims(slot["sheriff"]) == {"Sheriff"}
+    assert "Jailor" in move_table(t.memories[jailor]).will
+    while g.phase.value != "voting":
+        t.timeout()
+    for p in g.living():
+        if p.slot != jailor and g.phase.value == "voting":
+            apply(g, Vote(p.slot, jailor))
+    t.observe()
+    assert g.phase.value == "defense" and g.accused == jailor
+    assert claims(jailor) == {"Jailor"}

@@ -719,8 +719,15 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # to the team at night only as the cover for tomorrow, so not once it is
     # given (seen in a lobby: a Godfather that had claimed Investigator told
     # its team "Tomorrow I will claim Investigator." that night)
+    # a role its holder keeps to itself (the registry's `keeps_hidden`: a
+    # Jailor, a Veteran) is claimed only on the stand (seen in a lobby: a
+    # Jailor seat said "I am the Jailor." on Day 1 and was killed that night)
+    spec = find_role(own_role) if own_role else None
+    on_stand = memory.phase in TRIAL_PHASES and memory.trial.get("accused") == memory.slot
+    hides = spec is not None and spec.keeps_hidden and not on_stand
     if alive and all(day != memory.day for day, _role in made) and not (team and made):
-        group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims})
+        group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
+                                  if not (hides and r == own_role)})
     mine = own_results(memory)
     lines = own_public_lines(memory)
     spoken = "\n".join(text for _day, text in lines)

@@ -1154,7 +1154,7 @@ class ScriptedBot:
                 if worth:
                     return self._claim_text()
             if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed \
-                    and role not in ("jailor", "veteran"):
+                    and not ROLES[role].keeps_hidden:
                 return self._claim_text()
             return ""
         # Mafia and the Serial Killer
@@ -1194,7 +1194,7 @@ class ScriptedBot:
 
     def _counterclaim(self) -> bool:
         """Someone else claims my (Town) role: say who I really am."""
-        if self.claimed == self.role or self.role in ("jailor", "veteran"):
+        if self.claimed == self.role or ROLES[self.role].keeps_hidden:
             return False
         return any(r == self.role and s != self.slot and s in self.alive
                    for s, r in self.claims.items())

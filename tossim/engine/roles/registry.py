@@ -123,6 +123,10 @@ class Role:
     # How much the Town gains by lynching this role, when its win condition
     # does not say it well enough (None: derived, see `threat`).
     threat_level: float | None = None
+    # A Town role its holder keeps to itself until it stands accused: once
+    # known it is the killers' first target, and the Town loses the most
+    # when it dies (the Jailor, the Veteran). Bots and model seats read it.
+    keeps_hidden: bool = False
 
     def starting_uses(self, flags: object) -> dict[str, int]:
         uses = dict(self.uses)
@@ -181,6 +185,7 @@ _ROLES: tuple[Role, ...] = (
                       cause="jailor", labels=frozenset({"attack"})),
         day=Ability("jail", 0, visits=False, verb="jail"),
         uses={"executions": 3}, flavour="detains people at night", win="town",
+        keeps_hidden=True,
     ),
     Role(
         "medium", "Medium", Faction.TOWN, "Town Support",
@@ -263,7 +268,7 @@ _ROLES: tuple[Role, ...] = (
         passives=(Ability("veteran_shots", 5, order=9, visits=False, cause="veteran",
                           labels=frozenset({"attack"})),),
         uses={"alerts": 3}, roleblock_immune=True, control_immune=True,
-        flavour="is a paranoid war hero", win="town",
+        flavour="is a paranoid war hero", win="town", keeps_hidden=True,
     ),
     Role(
         "vigilante", "Vigilante", Faction.TOWN, "Town Killing",
