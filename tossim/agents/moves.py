@@ -714,17 +714,17 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # a lynched Mafioso told the dead chat "Tomorrow I will claim Escort.")
     alive = memory.you.alive
     team = team_night(memory)
-    # a claim is said once a day (seen in a lobby: "Time to claim. I am the
-    # Doctor." in the discussion and again in the vote of the same day), and
-    # to the team at night only as the cover for tomorrow, so not once it is
-    # given (seen in a lobby: a Godfather that had claimed Investigator told
-    # its team "Tomorrow I will claim Investigator." that night)
     # a role its holder keeps to itself (the registry's `keeps_hidden`: a
     # Jailor, a Veteran) is claimed only on the stand (seen in a lobby: a
     # Jailor seat said "I am the Jailor." on Day 1 and was killed that night)
     spec = find_role(own_role) if own_role else None
     on_stand = memory.phase in TRIAL_PHASES and memory.trial.get("accused") == memory.slot
     hides = spec is not None and spec.keeps_hidden and not on_stand
+    # a claim is said once a day (seen in a lobby: "Time to claim. I am the
+    # Doctor." in the discussion and again in the vote of the same day), and
+    # to the team at night only as the cover for tomorrow, so not once it is
+    # given (seen in a lobby: a Godfather that had claimed Investigator told
+    # its team "Tomorrow I will claim Investigator." that night)
     if alive and all(day != memory.day for day, _role in made) and not (team and made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
                                   if not (hides and r == own_role)})
@@ -768,7 +768,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # has some explaining to do. They claimed Jailor, but I am the Jailor."),
     # and a player a teammate named tonight is its charge (seen: both
     # teammates said the same accusation in the Mafia's chat)
-    hidden = {"claim", "contested"} | ({"counter"} if team and said != own_role else set())
+    no_charge = {"claim", "contested"} | ({"counter"} if team and said != own_role else set())
     named = _named_by_team(memory) if team else set()
     # a seat that has voted says the vote it cast (seen in the demo: "My vote
     # goes to Player 5." right after voting against Player 14), one that has
@@ -811,7 +811,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
         if s == spared or s in named:
             continue
         group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind not in hidden})
+              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind not in no_charge})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
@@ -995,11 +995,12 @@ def vote_choice(memory: SeatMemory, vote: Choice) -> Choice:
     that speaks in moves votes as it spoke (seen in a lobby: "I am voting
     Player 4 today." and then a vote against Player 5; "Leave Player 4
     alone" and then a vote against Player 4)."""
+    shown = _shown(memory)
     plan = announced_vote(memory)
     mine, claimed = own_results(memory), _claims(memory)  # read once for both
     spare = spared(memory, mine, claimed)
-    if plan is not None and plan not in spare and _shown(memory)(plan) in vote.options:
-        return replace(vote, options=(_shown(memory)(plan),))
+    if plan is not None and plan not in spare and shown(plan) in vote.options:
+        return replace(vote, options=(shown(plan),))
     return _suspects(memory, vote, spare, reasons(memory, claimed, mine))
 
 
