@@ -381,7 +381,7 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     covers = covers or list(roles)
     if memory.you.jailed:  # its Jailor holds that role (seen in a lobby: a
         # jailed Framer seat told its Jailor "I am the Jailor.")
-        covers = [r for r in covers if r != "Jailor"] or covers
+        covers = [r for r in covers if r != ROLES["jailor"].name] or covers
     claimed = _claims(memory) if claimed is None else claimed
     if said in covers and claimed.get(memory.slot):
         return [said]
@@ -462,7 +462,7 @@ def reasons(memory: SeatMemory, claimed: Mapping[int, list[tuple[int, str]]] | N
     for p in memory.dead():
         will = p.death.will if p.death is not None else ""
         for s in out:
-            if will and re.search(rf"(?<!\w){re.escape(memory.name(s))}(?!\w)", will):
+            if will and _mentions(will, memory.name(s)):
                 out[s].append(Reason("will", s, other=p.slot))
     claimed = _claims(memory) if claimed is None else claimed
     mine = own_claim(memory, claimed.get(memory.slot, ())) or memory.you.role
@@ -1138,8 +1138,13 @@ def _named_by_team(memory: SeatMemory) -> set[int]:
     lines = [str(e["data"].get("text", "")) for e in memory.day_events(memory.day)
              if e["key"] in TEAM_CHAT_KEYS and e["data"].get("author") != memory.slot]
     return {p.slot for p in memory.living()
-            if any(re.search(rf"(?<!\w){re.escape(memory.name(p.slot))}(?!\w)", line)
-                   for line in lines)}
+            if any(_mentions(line, memory.name(p.slot)) for line in lines)}
+
+
+def _mentions(text: str, name: str) -> bool:
+    """Whether `text` names the player called `name` (as a whole name:
+    "Player 1" is not in "Player 12")."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
 def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parsed, Move]:
