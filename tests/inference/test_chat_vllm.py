@@ -72,7 +72,14 @@ async def test_chat_seats_play_legal_actions_on_vllm(vllm_chat_url: str,
     for slot, seat in match.seats.items():
         m = seat.seat_metrics().to_dict()
         assert result.faults[slot] == 0 and result.errors[slot] == 0, result.fault_reasons
-        assert m["turns"] > 0 and m["errors"] == {} and m["abstained"] == 0
+        # a request still unanswered at its deadline (seen once on a loaded CI
+        # machine: one request of 120 s) is counted and its turn is a wait;
+        # nothing else may fail, and the seat still played
+        errors = dict(m["errors"])
+        timeouts = errors.pop("timeout", 0)
+        assert m["turns"] > 0 and errors == {}, m
+        assert m["abstained"] == m["abstained_kinds"].get("timeout", 0) <= timeouts, m
+        assert m["abstained"] < m["turns"], m
         assert m["constraint"] == ("json_schema" if constraint == "auto" else "tools")
         assert m["prompt_tokens"] > 0 and m["completion_tokens"] > 0
         assert m["cost_usd"] > 0
