@@ -1320,7 +1320,8 @@ def test_day_1_asks_only_what_can_be_answered() -> None:
 def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
     """Seen in a lobby: a Framer seat and its Godfather, both model seats,
     each told the team "I will pose as the Medium tomorrow." The teammate
-    with the lower seat number keeps its plan; the other picks another."""
+    with the lower seat number keeps its plan; the other picks another. A
+    seat keeps to the cover it told its team while that cover fits."""
     g = new_game(GameConfig(players=7, seed=4, roles=(
         "jailor", "framer", "godfather", "doctor", "lookout", "sheriff", "medium")))
     t = Tracker(g, [2, 3])
@@ -1330,7 +1331,7 @@ def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
     t.observe()
     framer, godfather = t.memories[2], t.memories[3]
     assert "Bodyguard" not in claimable(godfather, game_roles(godfather), own_claim(godfather))
-    assert "Escort" in claimable(framer, game_roles(framer), own_claim(framer))
+    assert claimable(framer, game_roles(framer), own_claim(framer)) == ["Bodyguard"]
 
 
 def _verdicts(t: Tracker, slot: int) -> tuple[str, ...]:
@@ -1646,6 +1647,43 @@ def test_a_liar_keeps_to_the_role_its_lies_imply() -> None:
     t.observe()
     assert claimable(framer, game_roles(framer), own_claim(framer)) == ["Sheriff"]
     assert set(move_table(framer).will) == {"Sheriff"}
+    # seen in a lobby: a Godfather's will went from "I am the Sheriff." to "I
+    # am the Doctor." once the real Sheriff had claimed
+    apply(g, WriteWill(framer_slot, "I am the Sheriff."))
+    apply(g, Chat(slot["sheriff"], "I am the Sheriff."))
+    t.observe()
+    assert claimable(framer, game_roles(framer), own_claim(framer)) == ["Sheriff"]
+    assert set(move_table(framer).will) == {"Sheriff"}
+
+
+def test_a_liar_keeps_to_the_cover_it_told_its_team() -> None:
+    """Seen in a lobby: a Godfather seat told its team "Tomorrow I will
+    claim Investigator." on two nights running and gave Sheriff results in
+    between. A cover told to the team is its claim while it fits: no
+    Sheriff results are offered against it, and it is told once."""
+    g = new_game(GameConfig(players=7, seed=4))
+    gf = next(p.slot for p in g.players if p.role == "godfather")
+    t = Tracker(g, [gf])
+    t.timeout()  # Night 1
+    t.observe()
+    godfather = t.memories[gf]
+    def claims() -> set[str]:
+        return {m.role for m in move_table(godfather).speak.values()
+                if isinstance(m, ClaimRole)}
+
+    assert "Investigator" in claims()
+    apply(g, Chat(gf, "Tomorrow I will claim Investigator."))
+    while g.phase.value != "discussion":
+        t.timeout()
+    t.observe()
+    assert claimable(godfather, game_roles(godfather), own_claim(godfather)) == ["Investigator"]
+    assert not [m for m in move_table(godfather).speak.values()
+                if isinstance(m, Report) and m.lie]
+    assert claims() == {"Investigator"}
+    while g.phase.value != "night":
+        t.timeout()
+    t.observe()
+    assert "Investigator" not in claims()
 
 
 def test_a_jailor_keeps_its_role_to_itself_until_it_stands_accused() -> None:

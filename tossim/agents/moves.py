@@ -385,14 +385,35 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     claimed = _claims(memory) if claimed is None else claimed
     if said in covers and claimed.get(memory.slot):
         return [said]
-    # a seat that has given a Sheriff's results in public is the Sheriff
-    # (seen in a lobby: a Framer said "My results: Player 4 is not
-    # suspicious." and then wrote the will "I am the Medium.")
-    if said is None and "Sheriff" in covers and _gave_checks(memory):
+    # a seat that has given a Sheriff's results in public is the Sheriff,
+    # whatever its will said (seen in a lobby: a Framer said "My results:
+    # Player 4 is not suspicious." and then wrote the will "I am the Medium.";
+    # a Godfather's will went from Sheriff to Doctor once the real Sheriff
+    # had claimed)
+    if not claimed.get(memory.slot) and "Sheriff" in covers and _gave_checks(memory):
         return ["Sheriff"]
     fitting = _fitting_covers(memory, covers, claimed)
-    # a cover only written in the will may still change: nobody has heard it
-    return [said] if said in fitting else fitting
+    # a cover only written in the will, or told to the team, may still
+    # change while it fits: nobody in the town has heard it
+    intent = said or own_cover_plan(memory)
+    return [intent] if intent in fitting else fitting
+
+
+def _team_plans(memory: SeatMemory) -> list[tuple[int, str]]:
+    """(author, role) of every cover told in the team's chat (`talk.cover_plan`), oldest first."""
+    out = []
+    for e in memory.events:
+        data = e.get("data") or {}
+        if e["key"] in TEAM_CHAT_KEYS and isinstance(author := data.get("author"), int) and (
+                role := talk.read_cover_plan(str(data.get("text", "")))) is not None:
+            out.append((author, role))
+    return out
+
+
+def own_cover_plan(memory: SeatMemory) -> str | None:
+    """The cover this seat last told its team it will claim (None: none)."""
+    mine = [role for author, role in _team_plans(memory) if author == memory.slot]
+    return mine[-1] if mine else None
 
 
 def _gave_checks(memory: SeatMemory) -> bool:
@@ -420,11 +441,8 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
     # seen in a lobby: a Framer and its Godfather, both model seats, each
     # planned to pose as the Medium); a teammate with a lower seat number
     # keeps its plan, so two seats that planned at once do not both give way
-    by_team |= {role for e in memory.events
-                if e["key"] == "chat.mafia"
-                and (author := (e.get("data") or {}).get("author")) in mates
-                and author < memory.slot
-                and (role := talk.read_cover_plan(str(e["data"].get("text", "")))) is not None}
+    by_team |= {role for author, role in _team_plans(memory)
+                if author in mates and author < memory.slot}
     by_others = {role for s, said in claimed.items()
                  if s not in mates and s != memory.slot for _day, role in said}
     dead_roles = {p.role for p in memory.dead() if p.role}
@@ -725,9 +743,12 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # to the team at night only as the cover for tomorrow, so not once it is
     # given (seen in a lobby: a Godfather that had claimed Investigator told
     # its team "Tomorrow I will claim Investigator." that night)
+    # and a cover is told to the team once (seen in a lobby: a Godfather said
+    # "Tomorrow I will claim Investigator." on two nights running)
+    told = own_cover_plan(memory) if team else None
     if alive and all(day != memory.day for day, _role in made) and not (team and made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
-                                  if not (hides and r == own_role)})
+                                  if not (hides and r == own_role) and r != told})
     mine = own_results(memory)
     lines = own_public_lines(memory)
     spoken = "\n".join(text for _day, text in lines)
@@ -745,10 +766,13 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # suspicious." in the discussion and "Results: Player 3 is not
     # suspicious." in the Judgement); never to the seat's own team, which
     # knows it has no results (seen in a lobby: a Godfather told its Framer
-    # "Here is what I have: Player 2 is not suspicious." at night)
+    # "Here is what I have: Player 2 is not suspicious." at night); and not
+    # from a seat whose cover is another role, told to the town, written in
+    # its will or told to its team (seen in a lobby: a Godfather told its
+    # team it would claim Investigator, then gave Sheriff results)
     lies: dict[str, Move] = {}
     if alive and not team and memory.you.faction != "town" and memory.day >= 2 and (
-            said in (None, "Sheriff")):
+            (said or own_cover_plan(memory)) in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
                 r = Result(kind, s)
