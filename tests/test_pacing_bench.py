@@ -76,3 +76,25 @@ def test_pacing_counts_the_town_verdicts_by_the_accuseds_faction() -> None:
     assert on_town > 0 and fig.verdicts[("town", "innocent")] > fig.verdicts[("town", "guilty")]
     assert fig.verdicts[("mafia", "guilty")] > fig.verdicts[("mafia", "innocent")]
     assert any("verdicts" in line for line in pacing_bench.report_lines([fig]))
+
+
+def test_a_bot_never_turns_sheriff_after_claiming_another_role() -> None:
+    """Seen in the demo: a Godfather bot claimed Bodyguard on Day 2 and said
+    "I am the Sheriff. Player 7 is suspicious!" on Day 4, and the town
+    rightly lynched the story. Over 40 seeded games no bot's public claims
+    change to Sheriff (a made-up result is said only by a bot whose story
+    it fits)."""
+    turned = []
+    for seed in range(40):
+        game = play_match(GameConfig(players=15, seed=seed)).game
+        vocab = cv.vocabulary(tuple(p.name for p in game.players))
+        claims: dict[int, list[str]] = {}
+        for e in game.events:
+            if e.key != "chat.public":
+                continue
+            said = [c.role for c in vocab.parse(str(e.data["text"])) if c.kind == cv.ROLE]
+            if said and said[0] and (author := e.data.get("author")) is not None:
+                claims.setdefault(author, []).append(said[0])
+        turned += [(seed, s, roles) for s, roles in claims.items()
+                   if "sheriff" in roles and roles[0] != "sheriff"]
+    assert not turned, turned[:3]

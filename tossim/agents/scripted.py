@@ -1135,7 +1135,7 @@ class ScriptedBot:
             return ""
         if role == "executioner" and self.exe_target in self.alive:
             t = self._name(self.exe_target)
-            if self.day >= 2 and not self.fake_sheriff_done and self.rng.random() < 0.25 \
+            if self.day >= 2 and self._may_fake_sheriff() and self.rng.random() < 0.25 \
                     and "sheriff" not in self.claims.values():
                 self.fake_sheriff_done = True
                 self.claimed = "sheriff"
@@ -1168,7 +1168,7 @@ class ScriptedBot:
             if group:
                 return claim + cv.say_group(self._name(rival), group)
         team_faked = any(self.claims.get(t) == "sheriff" for t in self.team)
-        if self.mafia and not self.fake_sheriff_done and self.day >= 2 and not team_faked:
+        if self.mafia and self._may_fake_sheriff() and self.day >= 2 and not team_faked:
             threat = self._sheriff_threat()
             if threat is not None and self.rng.random() < 0.35:
                 self.fake_sheriff_done = True
@@ -1191,6 +1191,13 @@ class ScriptedBot:
         if (self.accused_me or self.day >= CLAIM_DAY) and not self.claimed:
             return self._claim_text()
         return ""
+
+    def _may_fake_sheriff(self) -> bool:
+        """A made-up Sheriff's result is said once, and only by a bot whose
+        story it fits: one that has claimed nothing else (seen in the demo: a
+        Godfather bot claimed Bodyguard on Day 2 and "I am the Sheriff. Player 7
+        is suspicious!" on Day 4)."""
+        return not self.fake_sheriff_done and self.claimed in ("", "sheriff")
 
     def _counterclaim(self) -> bool:
         """Someone else claims my (Town) role: say who I really am."""
