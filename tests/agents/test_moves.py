@@ -1711,3 +1711,25 @@ def test_a_jailor_keeps_its_role_to_itself_until_it_stands_accused() -> None:
     t.observe()
     assert g.phase.value == "defense" and g.accused == jailor
     assert claims(jailor) == {"Jailor"}
+
+
+def test_a_medium_is_offered_the_dead_chat_only_once_someone_has_died() -> None:
+    """Seen in a lobby: a Medium model seat told an empty dead chat on Night 1
+    whom it suspected among the living. Before anyone has died its night
+    talk reaches nobody and is not offered; after a death it is."""
+    g = new_game(GameConfig(players=7, seed=4, roles=(
+        "jailor", "framer", "godfather", "doctor", "lookout", "sheriff", "medium")))
+    medium = next(p.slot for p in g.players if p.role == "medium")
+    t = Tracker(g, [medium])
+    t.timeout()  # Night 1, nobody dead
+    t.observe()
+    m = t.memories[medium]
+    assert m.phase == "night" and not [a for a in m.legal if a.kind == "chat"]
+    assert "speak" not in {c.tag for c in turn_choices(m.legal, m.names)}
+    slot = {p.role: p.slot for p in g.players}
+    apply(g, NightAction(slot["godfather"], (slot["sheriff"],)))
+    t.timeout()  # the Sheriff dies at dawn
+    while g.phase.value != "night":
+        t.timeout()
+    t.observe()
+    assert [a.options for a in m.legal if a.kind == "chat"] == [("dead",)]

@@ -183,13 +183,17 @@ def test_tiny_model_calls_several_tools_inside_one_thought(backend: LocalBackend
     r = asyncio.run(ToolLoop(backend, cfg).run_turn(m, key="tiny-tools", seed=2,
                                                     on_step=steps.append))
     # every tool call interrupts the thought and gets an observation: a
-    # tool's answer, or a fault when a random model repeats a call it made
-    calls = [s for s in steps if s["kind"] == "tool"
+    # tool's answer, or a fault when a random model repeats a call it made.
+    # The first attempt's thought is the one the grammar steers (an action
+    # the guard refuses gets another attempt, which opens a new thought)
+    first = steps[:next(i for i, s in enumerate(steps) if s["kind"] == "action")]
+    calls = [s for s in first if s["kind"] == "tool"
              or (s["kind"] == "fault" and "[repeated call]" in str(s.get("text", "")))]
     assert len(calls) >= 2 and any(s["kind"] == "tool" for s in calls), r.transcript
-    assert r.transcript.count("<thinking>") == 1 and r.transcript.count("</thinking>") == 1
-    # every observation sits inside the one thought
+    assert r.transcript.count("<thinking>") == r.transcript.count("</thinking>") >= 1
+    # every observation of those calls sits inside that one thought
     inside = r.transcript.split("</thinking>")[0]
+    assert inside.count("<thinking>") == 1
     assert inside.count("<observation>") == len(calls)
     assert r.command is not None or r.action == "wait"
     assert steps[-1]["kind"] == "action"

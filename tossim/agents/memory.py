@@ -7,6 +7,7 @@ can only ever show what the engine's projection let this seat see.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,16 @@ CHAT_KEYS = frozenset({"chat.public", "chat.dead", "chat.mafia", "chat.jail", "c
 PHASE_NAMES = {"day1": "Day", "discussion": "Discussion", "voting": "Voting",
                "defense": "Defense", "judgement": "Judgement", "last_words": "Last Words",
                "night": "Night", "ended": "Game over"}
+
+
+def heard(legal: Sequence[LegalAction], roster: Sequence[RosterEntry]) -> list[LegalAction]:
+    """The legal actions a seat is offered: all but a chat nobody would hear.
+    A living Medium talks with the dead at night; before anyone has died that
+    talk reaches nobody (seen in a lobby: a Medium model seat told an empty
+    dead chat on Night 1 whom it suspected among the living)."""
+    if any(not p.alive for p in roster):
+        return list(legal)
+    return [a for a in legal if not (a.kind == "chat" and tuple(a.options) == ("dead",))]
 
 
 @dataclass
@@ -70,7 +81,7 @@ class SeatMemory:
                 last = e["v"]
         self.roster = list(obs.roster)
         self.you = obs.you or SelfView()
-        self.legal = list(obs.legal)
+        self.legal = heard(obs.legal, self.roster)
         self.trial = dict(obs.trial)
         self.day, self.phase, self.phase_seq = obs.day, obs.phase, obs.phase_seq
         self.version, self.result = obs.version, obs.result
