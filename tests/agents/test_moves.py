@@ -1733,3 +1733,23 @@ def test_a_medium_is_offered_the_dead_chat_only_once_someone_has_died() -> None:
         t.timeout()
     t.observe()
     assert [a.options for a in m.legal if a.kind == "chat"] == [("dead",)]
+
+
+def test_the_accused_says_who_it_is_before_anything_else() -> None:
+    """Seen in a lobby: a Medium seat on the stand accused another player,
+    claimed only in its last words, and was lynched as the Medium. In its
+    Defense the accused is offered its claim (and its results) until it has
+    said who it is today; then the rest."""
+    t = day3_investigator()
+    for voter in (1, 2, 5, 6, 8):
+        if t.game.phase.value != "voting":
+            break
+        apply(t.game, Vote(voter, 7))
+    t.observe()
+    m = t.memories[7]
+    assert t.game.phase.value == "defense" and t.game.accused == 7
+    assert {what for what, _head, _items in move_table(m).groups} <= {"claim", "report"}
+    assert "claim Investigator" in {text for text in move_table(m).speak}
+    apply(t.game, Chat(7, "I am the Investigator."))
+    t.observe()
+    assert "accuse" in {what for what, _head, _items in move_table(m).groups}

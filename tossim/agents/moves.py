@@ -566,6 +566,8 @@ class MoveTable:
 VOTE_PLAN_PHASES = frozenset({"discussion", "voting"})
 # the phases of a trial: the accused speaks, then the town judges them
 TRIAL_PHASES = frozenset({"defense", "judgement", "last_words"})
+# what the accused may say in its Defense while it has not said who it is today
+STAND_FIRST = frozenset({"claim", "report"})
 # how a vote plan is said (`render`); `announced_vote` reads them back
 VOTE_PLAN_WORDINGS = ("I am voting {name} today.", "My vote goes to {name}.")
 
@@ -889,6 +891,15 @@ def move_table(memory: SeatMemory) -> MoveTable:
                    and not (t == "results" and s in claimed
                             and not _investigates(claimed[s][-1][1]))
                    and t not in DAY1_MOOT.get(memory.phase, ())})
+    # the accused says who it is before anything else (seen in a lobby: a
+    # Medium seat on the stand accused another player, claimed only in its
+    # last words, and was lynched as the Medium)
+    if accused_me and memory.phase == "defense" and any(
+            what == "claim" for what, _head, _items in table.groups):
+        first = [g for g in table.groups if g[0] in STAND_FIRST]
+        heads = tuple(head for _what, head, _items in first)
+        table.groups = first
+        table.speak = {text: m for text, m in table.speak.items() if text.startswith(heads)}
     for r_name in claims:
         true = r_name == own_role
         table.will[r_name] = WillMove(r_name, true, tuple(mine[-8:]) if true else ())
