@@ -392,10 +392,11 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     # had claimed)
     if not claimed.get(memory.slot) and "Sheriff" in covers and _gave_checks(memory):
         return ["Sheriff"]
-    fitting = _fitting_covers(memory, covers, claimed)
+    plans = _team_plans(memory)  # read once: it walks the team's chat
+    fitting = _fitting_covers(memory, covers, claimed, plans)
     # a cover only written in the will, or told to the team, may still
     # change while it fits: nobody in the town has heard it
-    intent = said or own_cover_plan(memory)
+    intent = said or own_cover_plan(memory, plans)
     return [intent] if intent in fitting else fitting
 
 
@@ -410,9 +411,12 @@ def _team_plans(memory: SeatMemory) -> list[tuple[int, str]]:
     return out
 
 
-def own_cover_plan(memory: SeatMemory) -> str | None:
-    """The cover this seat last told its team it will claim (None: none)."""
-    mine = [role for author, role in _team_plans(memory) if author == memory.slot]
+def own_cover_plan(memory: SeatMemory,
+                   plans: Sequence[tuple[int, str]] | None = None) -> str | None:
+    """The cover this seat last told its team it will claim (None: none);
+    `plans`: `_team_plans`, when the caller has read them."""
+    plans = _team_plans(memory) if plans is None else plans
+    mine = [role for author, role in plans if author == memory.slot]
     return mine[-1] if mine else None
 
 
@@ -426,7 +430,8 @@ def _gave_checks(memory: SeatMemory) -> bool:
 
 
 def _fitting_covers(memory: SeatMemory, covers: list[str],
-                    claimed: Mapping[int, Sequence[tuple[int, str]]]) -> list[str]:
+                    claimed: Mapping[int, Sequence[tuple[int, str]]],
+                    plans: Sequence[tuple[int, str]]) -> list[str]:
     """The covers a liar can hold: none that a teammate has claimed or said
     it will claim, nor one anyone else has claimed, nor one a death
     disproves, and the ones an Investigator's
@@ -441,7 +446,7 @@ def _fitting_covers(memory: SeatMemory, covers: list[str],
     # seen in a lobby: a Framer and its Godfather, both model seats, each
     # planned to pose as the Medium); a teammate with a lower seat number
     # keeps its plan, so two seats that planned at once do not both give way
-    by_team |= {role for author, role in _team_plans(memory)
+    by_team |= {role for author, role in plans
                 if author in mates and author < memory.slot}
     by_others = {role for s, said in claimed.items()
                  if s not in mates and s != memory.slot for _day, role in said}
@@ -747,7 +752,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # its team "Tomorrow I will claim Investigator." that night)
     # and a cover is told to the team once (seen in a lobby: a Godfather said
     # "Tomorrow I will claim Investigator." on two nights running)
-    told = own_cover_plan(memory) if team else None
+    plan_told = own_cover_plan(memory)
+    told = plan_told if team else None
     if alive and all(day != memory.day for day, _role in made) and not (team and made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
                                   if not (hides and r == own_role) and r != told})
@@ -774,7 +780,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # team it would claim Investigator, then gave Sheriff results)
     lies: dict[str, Move] = {}
     if alive and not team and memory.you.faction != "town" and memory.day >= 2 and (
-            (said or own_cover_plan(memory)) in (None, "Sheriff")):
+            (said or plan_told) in (None, "Sheriff")):
         for s in living:
             for kind in (("innocent",) if s in mates else ("suspicious", "innocent")):
                 r = Result(kind, s)
