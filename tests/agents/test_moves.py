@@ -1753,3 +1753,27 @@ def test_the_accused_says_who_it_is_before_anything_else() -> None:
     apply(t.game, Chat(7, "I am the Investigator."))
     t.observe()
     assert "accuse" in {what for what, _head, _items in move_table(m).groups}
+
+
+def test_a_seat_names_itself_me_in_its_reasons() -> None:
+    """Seen in a lobby: Player 3 said of Player 5 "they voted for Player 3 on
+    Day 3", as if about someone else. A reason that names the speaking seat
+    says "me", in the move the model picks and in the sentence said."""
+    from tossim.agents.protocols import Parsed
+
+    t = day3_investigator(fake_doctor=False)
+    apply(t.game, Vote(5, 7))  # Player 5 votes to put Player 7 (the Investigator) on trial
+    t.observe()
+    investigator = t.memories[7]
+    table = move_table(investigator)
+    accusations = {text: m for text, m in table.speak.items()
+                   if isinstance(m, Accuse) and m.target == 5 and m.reason.kind == "vote"}
+    assert list(accusations) == ["accuse Player 5: they voted for me on Day 3"], list(table.speak)
+    assert not any("Player 7" in text for text in table.speak)
+    parsed, _move = speak_move(investigator, Parsed("final", "speak",
+                                                    {"text": next(iter(accusations))}), 3)
+    said = str(parsed.args["text"])
+    assert "voted for me on Day 3." in said and "Player 7" not in said, said
+    # a seat that is not the voted player names them
+    sheriff = move_table(t.memories[1]).speak
+    assert any(text.endswith("they voted for Player 7 on Day 3") for text in sheriff), list(sheriff)

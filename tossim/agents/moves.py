@@ -640,7 +640,7 @@ def announced_vote(memory: SeatMemory) -> int | None:
 def _defended(memory: SeatMemory, target: int, reason: Reason, spoken: str) -> bool:
     """Whether `spoken` (the seat's own lines) holds this defence in any of
     its wordings (`render`; names as written there: unescaped)."""
-    who, why = memory.name(target), reason.sentence(memory.name)
+    who, why = memory.name(target), reason.sentence(as_speaker(memory.name, memory.slot))
     return any(w.format(who=who, why=why, Why=talk._cap(why)) in spoken
                for w in DEFEND_WORDINGS)
 
@@ -714,9 +714,18 @@ def _shown(memory: SeatMemory) -> Namer:
     return lambda s: display_name(names.get(s, f"Player {s}"))
 
 
+def as_speaker(name: Namer, speaker: int | None) -> Namer:
+    """`name`, with the speaking seat as "me": a reason is said by the seat
+    (seen in a lobby: Player 3 said of Player 5 "they voted for Player 3 on
+    Day 3"; now "they voted for me on Day 3"). Only a reason's players are
+    named so: the player a move is about is never the speaker."""
+    return lambda s: "me" if speaker is not None and s == speaker else name(s)
+
+
 def move_table(memory: SeatMemory) -> MoveTable:
     """The moves allowed now (see the module docstring)."""
     name = _shown(memory)
+    said_by_me = as_speaker(name, memory.slot)  # a reason's players
     table = MoveTable()
     own_role = memory.you.role
     roles = game_roles(memory)
@@ -843,7 +852,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
         if s == spared or s in named:
             continue
         group("accuse", f"accuse {name(s)}: ",
-              {r.phrase(name): Accuse(s, r) for r in why.get(s, ()) if r.kind not in no_charge})
+              {r.phrase(said_by_me): Accuse(s, r) for r in why.get(s, ())
+               if r.kind not in no_charge})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
@@ -861,7 +871,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     for s in ([] if team_night(memory) else [s for s in speak_for if s != condemned]):
         heard = today if s == on_trial else spoken
         group("defend", f"defend {name(s)}: ",
-              {r.phrase(name): Defend(s, r) for r in why.get(s, ())
+              {r.phrase(said_by_me): Defend(s, r) for r in why.get(s, ())
                if _clears(r, why[s]) and not _defended(memory, s, r, heard)
                and not (withheld and r.kind != "result")})
     # a plan is said once a day (seen in a lobby: "I am voting Player 4
@@ -1198,7 +1208,8 @@ def speak_move(memory: SeatMemory, parsed: Parsed, seed: int = 0) -> tuple[Parse
     # a false claim in the team's night chat is the cover for tomorrow (seen
     # in a lobby: a Framer told its Godfather "I am the Investigator.")
     text = render(move, memory.names, random.Random(seed), again=again,
-                  no_vote=memory.phase not in VOTE_PLAN_PHASES, cover=team_night(memory))
+                  no_vote=memory.phase not in VOTE_PLAN_PHASES, cover=team_night(memory),
+                  speaker=memory.slot)
     # a true claim comes with the results not yet said today, as a player
     # gives them (seen in a lobby: a Sheriff seat said "Again: I am the
     # Sheriff." on Day 3 and its Night 2 result only in its will)
@@ -1242,7 +1253,8 @@ def will_lines(results: Sequence[Result], name: Namer) -> list[str]:
 
 
 def render(move: Move, names: Mapping[int, str], rng: random.Random | None = None,
-           again: bool = False, no_vote: bool = False, cover: bool = False) -> str:
+           again: bool = False, no_vote: bool = False, cover: bool = False,
+           speaker: int | None = None) -> str:
     """The sentence a move says in the chat (or the will / death note text).
     Claims and results are the claim vocabulary's sentences; wordings around
     them come from `talk.py`, picked with `rng` (`again`: a claim made on an
@@ -1252,9 +1264,12 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
     accusation is a suspicion; `cover`: said to the seat's team at night, so
     a false claim is the cover it will give tomorrow). Without one a claim or a
     result is the plain vocabulary sentence (the scripted bots add their own
-    wording around it) and other moves take their first wording."""
+    wording around it) and other moves take their first wording. `speaker`:
+    the seat that says it, named "me" in a reason (`as_speaker`)."""
     def name(s: int | None) -> str:
         return names.get(s or 0, f"Player {s}")
+
+    why_name = as_speaker(name, speaker)
 
     # moves that draw no wording first: the scripted bots render their wills
     # and claims on most turns, and a fresh RNG costs more than the text
@@ -1283,10 +1298,11 @@ def render(move: Move, names: Mapping[int, str], rng: random.Random | None = Non
         return f"{talk.results_intro(rng)} {move.result.sentence(name)}"
     if isinstance(move, Accuse):
         if no_vote:
-            return talk.suspect_aside(rng, name(move.target), move.reason.sentence(name) + ".")
-        return talk.accuse(rng, name(move.target), move.reason.sentence(name) + ".")
+            return talk.suspect_aside(rng, name(move.target),
+                                      move.reason.sentence(why_name) + ".")
+        return talk.accuse(rng, name(move.target), move.reason.sentence(why_name) + ".")
     if isinstance(move, Defend):
-        who, why = name(move.target), move.reason.sentence(name)
+        who, why = name(move.target), move.reason.sentence(why_name)
         return talk.pick(rng, tuple(w.format(who=who, why=why, Why=talk._cap(why))
                                     for w in DEFEND_WORDINGS))
     if isinstance(move, VotePlan):
