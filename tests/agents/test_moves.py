@@ -1777,3 +1777,34 @@ def test_a_seat_names_itself_me_in_its_reasons() -> None:
     # a seat that is not the voted player names them
     sheriff = move_table(t.memories[1]).speak
     assert any(text.endswith("they voted for Player 7 on Day 3") for text in sheriff), list(sheriff)
+
+
+def test_a_plan_gives_way_when_the_player_claims_what_a_result_showed() -> None:
+    """Seen in the demo: an Investigator seat said "I am voting Player 2
+    today.", Player 2 then claimed Sheriff, which its own result on Player 2
+    held ("could be a Sheriff, Executioner, or Werewolf"), and it said "Vote
+    Player 2! ... I checked them: they could be a Sheriff, Executioner, or
+    Werewolf.", and the next day "I trust Player 2 for now" with the same
+    result. A result that holds the player's claim speaks for them: it is
+    never a charge, and a plan against a player the seat now stands by no
+    longer binds its calls to vote."""
+    t = day3_investigator(fake_doctor=False)
+    investigator = t.memories[7]
+    apply(t.game, Chat(7, render(VotePlan(4), investigator.names)))
+    t.observe()
+
+    def charges() -> dict[str, Accuse]:
+        return {text: m for text, m in move_table(investigator).speak.items()
+                if isinstance(m, Accuse)}
+
+    before = charges()
+    assert before and {m.target for m in before.values()} == {4}, list(before)
+    assert any(m.reason.kind == "result" for m in before.values())
+    apply(t.game, Chat(4, "I am the Vigilante."))  # what Player 7's Night 1 result held
+    t.observe()
+    after = charges()
+    assert not [m for m in after.values() if m.target == 4 and m.reason.kind == "result"], \
+        list(after)
+    assert {m.target for m in after.values()} - {4}, list(after)  # others may be charged now
+    assert 4 in {m.target for m in move_table(investigator).speak.values()
+                 if isinstance(m, Defend)}

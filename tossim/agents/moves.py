@@ -824,10 +824,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
     plan: int | None = None
     if memory.phase in VOTE_PLAN_PHASES:
         plan = memory.you.vote if memory.you.vote in others else announced_vote(memory)
+    trust = trusted(memory, mine, claimed)
+    if plan in trust and memory.you.vote != plan:
+        # a plan said gives way to trust, as the vote does (`vote_choice`;
+        # seen in the demo: an Investigator seat said "I am voting Player 2
+        # today.", Player 2 claimed what its result held, and it said "Vote
+        # Player 2! ... I checked them: they could be a Sheriff, ...")
+        plan = None
     accused = memory.trial.get("accused") if memory.phase == "judgement" else None
     spared = accused if memory.you.verdict == "innocent" else None
     condemned = accused if memory.you.verdict == "guilty" else plan
-    trust = trusted(memory, mine, claimed)
     # while a player stands trial the talk is about them (seen in the demo:
     # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
     # Player 6): charges, defences and questions name only the accused; so
@@ -853,7 +859,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
             continue
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(said_by_me): Accuse(s, r) for r in why.get(s, ())
-               if r.kind not in no_charge})
+               if r.kind not in no_charge and not (r.kind == "result" and _clears(r, why[s]))})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
