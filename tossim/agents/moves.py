@@ -362,14 +362,15 @@ def own_claim(memory: SeatMemory, made: Sequence[tuple[int, str]] | None = None)
 
 
 def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
-              claimed: Mapping[int, Sequence[tuple[int, str]]] | None = None) -> list[str]:
+              claimed: Mapping[int, Sequence[tuple[int, str]]] | None = None,
+              plans: Sequence[tuple[int, str]] | None = None) -> list[str]:
     """The roles the seat may claim (in chat and in its will), so that what
     it says holds together over a game: a Town seat claims its own role; any
     other seat a cover, a Town role of the game (a Neutral Benign seat may
     also claim its own), and once it has claimed one in public (`said`, its
     `own_claim`) it sticks to it. Until then the covers are those that fit
-    (`_fitting_covers`; `claimed`: `_claims`, when the caller has read them),
-    or the one in its will if it still fits."""
+    (`_fitting_covers`; `claimed`: `_claims`, `plans`: `_team_plans`, when
+    the caller has read them), or the one in its will if it still fits."""
     own = memory.you.role
     if memory.you.faction == "town" and own:
         return [own]
@@ -392,7 +393,7 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     # had claimed)
     if not claimed.get(memory.slot) and "Sheriff" in covers and _gave_checks(memory):
         return ["Sheriff"]
-    plans = _team_plans(memory)  # read once: it walks the team's chat
+    plans = _team_plans(memory) if plans is None else plans  # it walks the team's chat
     fitting = _fitting_covers(memory, covers, claimed, plans)
     # a cover only written in the will, or told to the team, may still
     # change while it fits: nobody in the town has heard it
@@ -742,7 +743,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
     claimed = _claims(memory)  # read once: it walks the public events
     made = claimed.get(memory.slot, [])
     said = own_claim(memory, made)
-    claims = claimable(memory, roles, said, claimed)
+    plans = _team_plans(memory)  # read once, like `claimed`: it walks the team's chat
+    claims = claimable(memory, roles, said, claimed, plans)
     # the dead talk only among themselves, whose roles are shown: no claim,
     # made-up result, vote plan or question to the living (seen in a lobby:
     # a lynched Mafioso told the dead chat "Tomorrow I will claim Escort.")
@@ -761,7 +763,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # its team "Tomorrow I will claim Investigator." that night)
     # and a cover is told to the team once (seen in a lobby: a Godfather said
     # "Tomorrow I will claim Investigator." on two nights running)
-    plan_told = own_cover_plan(memory)
+    plan_told = own_cover_plan(memory, plans)
     told = plan_told if team else None
     if alive and all(day != memory.day for day, _role in made) and not (team and made):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
@@ -859,7 +861,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
             continue
         group("accuse", f"accuse {name(s)}: ",
               {r.phrase(said_by_me): Accuse(s, r) for r in why.get(s, ())
-               if r.kind not in no_charge and not (r.kind == "result" and _clears(r, why[s]))})
+               if r.kind not in no_charge and not _clears(r, why[s])})
     # nobody speaks up for a player to its own team at night (seen in a
     # lobby: a Framer told its Godfather "Do not lynch Player 3. They
     # claimed Investigator.")
