@@ -1357,15 +1357,16 @@ def _on_trial(chat: tuple[tuple[int, str], ...], accused: int) -> Tracker:
 
 def test_a_town_seat_never_spares_a_confessed_enemy() -> None:
     """Seen in a lobby: an Investigator seat voted innocent on a player who
-    had claimed Framer. A Town seat's verdict holds to what the game shows:
-    no innocent on a confessed enemy of the Town; no guilty on a player it
+    had claimed Framer; in another an Investigator seat abstained on a
+    Framer whose claim its result disproved. A Town seat's verdict holds to
+    what the game shows: guilty on a confessed enemy of the Town; no guilty on a player it
     spoke up for today, while nothing shows them an enemy; no innocent on a
     player it called to vote against today."""
     confessed = _on_trial(((4, "I am the Framer."),), 4)
-    assert _verdicts(confessed, 7) == ("guilty", "abstain")  # the Investigator
+    assert _verdicts(confessed, 7) == ("guilty",)  # the Investigator
     assert "innocent" in _verdicts(confessed, 2)  # the Godfather may still spare them
     # Player 4 claimed Doctor after the Doctor died: a claim the dead disprove
-    assert _verdicts(_on_trial((), 4), 7) == ("guilty", "abstain")
+    assert _verdicts(_on_trial((), 4), 7) == ("guilty",)
     # Player 5 claimed Lookout, which nothing contradicts
     assert _verdicts(_on_trial((), 5), 7) == ("guilty", "innocent", "abstain")
     defended = _on_trial(((7, "I trust Player 5 for now; they claimed Lookout."),), 5)

@@ -2,7 +2,8 @@
 always has the request's shape (regexes of the real turn grammar, a JSON
 schema, names with multi-byte characters), a resumed context re-uses its KV
 state (and another seat's shared head), a deadline stops generation early, a
-seed reproduces its output, a cancelled request frees the worker, and the
+seed reproduces its output, tokens the grammar forces take no decode step of
+their own, a cancelled request frees the worker, and the
 chat template gives the token IDs the torch backend gave."""
 
 from __future__ import annotations
@@ -111,6 +112,32 @@ def test_a_resumed_context_and_another_seat_reuse_the_kv_state(backend: LlamaBac
     assert third.token_ids == first.token_ids  # same seed and context: same output
 
 
+def test_tokens_the_grammar_forces_take_no_step_of_their_own(
+        backend: LlamaBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSON answer's keys and punctuation are the grammar's, not the
+    model's: they ride on the step before them, as the longest token that
+    spells them. The output still has the grammar's shape, in fewer decode
+    steps than stepping through each token."""
+    ids = tuple(backend.tokenizer.chat_prompt(
+        [{"role": "user", "content": "Who do you vote for, and why? Answer as JSON."}]))
+    regex = r'\{"thought": "[a-z ,]{1,40}", "vote": "(Player 12|Player 3|Ann)"\}'
+
+    def answer(key: str) -> tuple[GenerationResult, int, int]:
+        stats = backend.stats
+        steps, forced = stats.decode_steps, stats.forced_tokens
+        res, = run(backend, GenerationRequest(ids, 60, regex=regex, temperature=0.0, key=key))
+        return res, stats.decode_steps - steps, stats.forced_tokens - forced
+
+    fast, fast_steps, forced = answer("forced-fast")
+    monkeypatch.setattr(backend, "_forced", lambda guide, regex: None)
+    slow, slow_steps, none = answer("forced-slow")
+    for res in (fast, slow):
+        assert res.finish_reason == "stop" and re.fullmatch(regex, res.text), res.text
+    assert forced >= 3 and none == 0  # '", "vote": "' at least
+    assert fast_steps + forced == len(fast.token_ids) - 1  # the first token is sampled
+    assert fast_steps < slow_steps
+
+
 def test_a_seed_reproduces_its_output(backend: LlamaBackend) -> None:
     ids = tuple(backend.tokenizer.chat_prompt(
         [{"role": "user", "content": "Tell me about the town."}]))
@@ -140,7 +167,7 @@ def test_context_settings_apply_and_an_unknown_one_is_named(backend: LlamaBacken
 def test_a_deadline_stops_generation_early(backend: LlamaBackend) -> None:
     ids = tuple(backend.tokenizer.chat_prompt([{"role": "user", "content": "Count."}]))
     # the grammar allows nothing but 3,000 'a's: only the deadline ends it early
-    long = GenerationRequest(ids, 3000, regex="a{3000}", seed=1,
+    long = GenerationRequest(ids, 3000, regex="[ab]{3000}", seed=1,
                              deadline=time.monotonic() + 2.0)
     past = GenerationRequest(ids + (1, 2, 3), 10, seed=1, deadline=time.monotonic() - 1)
     cut, none = run(backend, long, past)
@@ -154,7 +181,7 @@ def test_a_cancelled_request_frees_the_worker(backend: LlamaBackend) -> None:
 
     async def go() -> GenerationResult:
         endless = asyncio.create_task(backend.generate_one(
-            GenerationRequest(ids, 3000, regex="a{3000}", seed=1)))
+            GenerationRequest(ids, 3000, regex="[ab]{3000}", seed=1)))
         await asyncio.sleep(0.3)
         endless.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -216,7 +243,7 @@ def test_seats_asking_at_once_are_answered_beside_a_long_thought(
 
     async def go() -> tuple[list[GenerationResult], bool]:
         endless = asyncio.create_task(backend.generate_one(
-            GenerationRequest(long_ids, 3000, regex="a{3000}", seed=1, key="long")))
+            GenerationRequest(long_ids, 3000, regex="[ab]{3000}", seed=1, key="long")))
         answers = await asyncio.gather(*(
             backend.generate_one(GenerationRequest(ids, 6, seed=i, key=f"seat{i}"))
             for i, ids in enumerate(seats)))

@@ -1088,10 +1088,12 @@ def jail_choice(memory: SeatMemory, jail: Choice) -> Choice:
 def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
     """The verdicts held to what this seat knows and said, as its vote is
     (seen in a lobby: an Investigator seat voted innocent on a player who had
-    claimed Framer). A Town seat does not spare an accused the game has shown
-    to be an enemy of the Town (`exposed`): a confessed enemy role, a claim
-    a death or the seat's own role disproves, its own suspicious result, or
-    its Investigator result that does not hold their claim. Any seat
+    claimed Framer). A Town seat votes guilty on an accused the game has
+    shown to be an enemy of the Town (`exposed`): a confessed enemy role, a
+    claim a death or the seat's own role disproves, its own suspicious
+    result, or its Investigator result that does not hold their claim (seen
+    in a lobby: an Investigator seat abstained on a Framer whose Jailor claim
+    its result and the dead Jailor disproved). Any seat
     spares a player it spoke up for today or found not suspicious, and does
     not spare one it called to vote against today. A team seat never votes
     guilty on a teammate its View names."""
@@ -1103,7 +1105,7 @@ def judge_choice(memory: SeatMemory, judge: Choice) -> Choice:
     mine, claimed = own_results(memory), _claims(memory)
     why = reasons(memory, claimed, mine).get(accused, [])
     if accused in exposed(memory, {accused: why}):
-        return _leaving_out(judge, {"innocent"})
+        return _leaving_out(judge, {"innocent", "abstain"})
     if accused in trusted(memory, mine, claimed):
         return _leaving_out(judge, {"guilty"})
     if accused in _said_today(memory, _VOTE_PLAN_HEADS):

@@ -135,6 +135,9 @@ class BackendStats:
     decode_seconds: float = 0.0
     decode_steps: int = 0
     prefill_passes: int = 0  # forward passes that prefilled new rows (several rows per pass)
+    # generated tokens the grammar forced, evaluated with the step before
+    # them rather than a step of their own (the local backend)
+    forced_tokens: int = 0
     # requests stopped at their deadline, and dropped because their caller gave up
     deadline_stops: int = 0
     cancelled: int = 0
@@ -153,9 +156,10 @@ class BackendStats:
     def tokens_per_second(self) -> float | None:
         """How fast one request's tokens come, as measured so far (None before
         any): decode steps per second where the backend times its steps (each
-        step adds one token to every row), else generated tokens per second of
-        batch time. The tool loop sizes a turn's thinking to its deadline with
-        it (docs/agents.md#deadlines)."""
+        step adds a sampled token to every row; tokens the grammar forces
+        ride along uncounted, so free text is never sized too long), else
+        generated tokens per second of batch time. The tool loop sizes a
+        turn's thinking to its deadline with it (docs/agents.md#deadlines)."""
         if self.decode_steps and self.decode_seconds > 0:
             return self.decode_steps / self.decode_seconds
         if self.generated_tokens and self.seconds > 0:
@@ -169,7 +173,8 @@ class BackendStats:
                 "seconds": round(self.seconds, 3),
                 "prefill_seconds": round(self.prefill_seconds, 3),
                 "decode_seconds": round(self.decode_seconds, 3), "decode_steps": self.decode_steps,
-                "prefill_passes": self.prefill_passes, "deadline_stops": self.deadline_stops,
+                "prefill_passes": self.prefill_passes, "forced_tokens": self.forced_tokens,
+                "deadline_stops": self.deadline_stops,
                 "cancelled": self.cancelled}
 
 

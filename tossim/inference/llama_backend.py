@@ -11,7 +11,12 @@ How the tool loop's guarantees are kept (docs/agents.md, "The local backend"):
 - guided decoding: each request's regex (or JSON schema, turned into a regex)
   is compiled into an outlines-core Index over the GGUF vocabulary (every token
   as the raw bytes it stands for); at each step the guide's bitmask removes
-  every token that would leave the grammar, so output always matches;
+  every token that would leave the grammar, so output always matches; where
+  the grammar leaves no choice (a JSON key with its quotes and colon, the
+  rest of the one name a letter starts), the longest token every allowed
+  text starts with is taken without sampling and evaluated in the same step
+  as the token before it (`forced_token`): fewer steps, and the model reads
+  its answer's fixed parts as its tokenizer would write them;
 - several seats at once: up to `slots` requests run together, each in its
   own llama.cpp sequence (its own KV stream), and every step is ONE
   llama_decode with a token for each decoding request and a chunk of prompt
@@ -79,6 +84,12 @@ PREFILL_BESIDE_DECODE = 128
 # a request waits for another that is still prefilling a shared head this much
 # longer than any state holds, and copies it (seats asking at once)
 SHARE_MIN = 64
+# at most this many tokens a step evaluates for one request: the sampled token
+# and the grammar's forced ones after it (`_advance`)
+FORCED_RUN = 32
+# a grammar state that allows more tokens than this is the model's choice
+# (free text allows thousands); fewer are checked for one forced text
+FORCED_FANOUT = 64
 
 
 def bundled_gguf(name: str = DEFAULT_BUNDLED) -> Path:
@@ -286,8 +297,9 @@ class LlamaBackend(Backend):
         if not template:
             raise BackendUnavailable(f"{path.name} has no chat template")
         m = self._model
-        self.tokenizer = GGUFTokenizer(m, template, _token_text(m, m.token_bos()),
-                                       _token_text(m, m.token_eos()))
+        tokenizer = GGUFTokenizer(m, template, _token_text(m, m.token_bos()),
+                                  _token_text(m, m.token_eos()))
+        self.tokenizer, self.pieces = tokenizer, tokenizer.pieces
         self.eos_id = self.tokenizer.eos_token_id
         self.n_vocab = self.tokenizer.n_vocab
         self.vocabulary = self.tokenizer.vocabulary()
@@ -295,6 +307,7 @@ class LlamaBackend(Backend):
         self._saved: OrderedDict[str, _Saved] = OrderedDict()
         self._slots = [_Slot(seq) for seq in range(self.max_batch)]
         self._end_states: dict[tuple[str, int], bool] = {}
+        self._forced_at: dict[tuple[str, int], int | None] = {}
         self._queue: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closing = False
@@ -399,6 +412,17 @@ class LlamaBackend(Backend):
             hit = all(t == self.eos_id for t in guide.get_tokens())
             self._end_states[key] = hit
         return hit
+
+    def _forced(self, guide: Any, regex: str) -> int | None:
+        """The token to take without asking the model where the grammar
+        leaves no choice (`forced_token`: `", "vote": "` after a JSON
+        string). Cached per (regex, state)."""
+        state = int(guide.get_state())
+        key = (regex, state)
+        if key not in self._forced_at:
+            self._forced_at[key] = forced_token(self._index(regex), state, self.pieces,
+                                                self.eos_id)
+        return self._forced_at[key]
 
     # ---- the scheduler (worker thread) ---------------------------------------------
     def _serve(self) -> None:
@@ -646,15 +670,27 @@ class LlamaBackend(Backend):
             self._finish(slot, "stop")
             return
         out.append(tok)
+        pending = [tok]
         if job.guide is not None:
             job.guide.advance(token_id=tok, return_tokens=False)
+            # tokens the grammar forces (the JSON's keys and punctuation, the
+            # rest of a target's name) are taken without a step of their own:
+            # they are evaluated with this one, in the next step
+            while len(out) < job.max_tokens and len(pending) < FORCED_RUN:
+                forced = self._forced(job.guide, job.regex)
+                if forced is None:
+                    break
+                job.guide.advance(token_id=forced, return_tokens=False)
+                out.append(forced)
+                pending.append(forced)
+                self.stats.forced_tokens += 1
         if len(out) >= job.max_tokens:
             self._finish(slot, "length")
         elif (job.guide is not None and self._only_eos(job.guide, job.regex)) or (
                 req.stop and hits_stop(self.tokenizer, out, req.stop)):
             self._finish(slot, "stop")
         else:
-            job.pending, job.decoding = [tok], True
+            job.pending, job.decoding = pending, True
 
     def _finish(self, slot: _Slot, finish: str) -> None:
         """End the slot's request: its result goes back to the caller (nothing
@@ -691,6 +727,39 @@ class LlamaBackend(Backend):
         cores = len(os.sched_getaffinity(0))
         busy = os.getloadavg()[0]  # includes this backend's own threads
         return cores if busy < cores + 1 else 1
+
+
+def forced_token(index: Any, state: int, pieces: Sequence[bytes], eos: int) -> int | None:
+    """The longest token every text the grammar allows from `state` starts
+    with: what the model would have to write whatever it chose (a JSON key,
+    its quotes and colon). None where the model has a choice, EOS included.
+    A state that allows more than `FORCED_FANOUT` tokens is a choice."""
+    allowed = index.get_allowed_tokens(state)
+    if not allowed or len(allowed) > FORCED_FANOUT or eos in allowed:
+        return None
+    for t in sorted(allowed, key=lambda t: -len(pieces[t])):
+        if _leads_with(index, state, pieces[t], pieces, eos):
+            return int(t)
+    return None
+
+
+def _leads_with(index: Any, state: int, text: bytes, pieces: Sequence[bytes], eos: int) -> bool:
+    """Whether every text the grammar allows from `state` starts with
+    `text`: each allowed token either starts with it, or is a prefix of it
+    after which the rest of it is again the only way on."""
+    allowed = index.get_allowed_tokens(state)
+    if not allowed or len(allowed) > FORCED_FANOUT or eos in allowed:
+        return False
+    for u in allowed:
+        piece = pieces[u]
+        if piece.startswith(text):
+            continue
+        if not piece or not text.startswith(piece):
+            return False
+        after = index.get_next_state(state, u)
+        if after is None or not _leads_with(index, after, text[len(piece):], pieces, eos):
+            return False
+    return True
 
 
 def _stopped(job: _Job) -> str | None:

@@ -165,7 +165,8 @@ def report_lines(run: BenchRun) -> list[str]:
         f"    backend: {stats.requests} requests; prefill {stats.prefill_seconds:.1f} s for "
         f"{stats.prompt_tokens - stats.cached_tokens} new prompt tokens in "
         f"{stats.prefill_passes} forward passes; decode {stats.decode_seconds:.1f} s over "
-        f"{stats.decode_steps} steps ({step_ms:.0f} ms/step)",
+        f"{stats.decode_steps} steps ({step_ms:.0f} ms/step), "
+        f"{stats.forced_tokens} tokens forced by the grammar (no step of their own)",
         f"    speed: {m.seconds / turns:.2f} s per turn; prefill "
         f"{new_prompt / max(stats.prefill_seconds, 1e-9):.0f} tokens/s, decode "
         f"{stats.generated_tokens / max(stats.decode_seconds, 1e-9):.1f} tokens/s; backend "
