@@ -29,6 +29,7 @@ from tossim.agents.moves import (
     WillMove,
     announced_vote,
     claimable,
+    cover_blown,
     defended_today,
     game_roles,
     move_table,
@@ -1410,6 +1411,31 @@ def test_a_claim_that_fits_the_seats_investigator_result_is_trusted() -> None:
                for m in move_table(fits).speak.values())
     other = day3_investigator(((2, "I am the Lookout."),)).memories[7]  # not in the group
     assert 2 not in trusted(other)
+
+
+def test_a_liar_does_not_repeat_a_cover_a_death_disproved() -> None:
+    """Seen in a lobby: a Godfather seat said "Same as before: I am the
+    Medium." the day after the Medium was lynched. Once the one player of
+    the role a liar claimed has died with it shown, the liar no longer
+    offers that claim; before the death it still restates it on a new day."""
+    g = new_game(GameConfig(players=7, seed=4))  # Classic's 7: one Medium
+    slot = {p.role: p.slot for p in g.players}
+    framer, godfather, medium = slot["framer"], slot["godfather"], slot["medium"]
+    t = Tracker(g, [framer])
+    apply(g, Chat(framer, "I am the Medium."))  # its cover, Day 1
+    t.timeout()  # Night 1
+    t.timeout()  # Day 2, the Medium alive
+    t.observe()
+    assert "claim Medium" in move_table(t.memories[framer]).speak
+    t.timeout()  # Voting
+    t.timeout()  # Night 2
+    apply(g, NightAction(godfather, (medium,)))
+    t.timeout()  # Day 3
+    t.observe()
+    memory = t.memories[framer]
+    assert not g.player(medium).alive and memory.day == 3
+    assert cover_blown(memory, "Medium")
+    assert not [text for text in move_table(memory).speak if text.startswith("claim ")]
 
 
 def test_a_claim_of_the_dead_veteran_is_disproved() -> None:

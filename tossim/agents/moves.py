@@ -401,6 +401,17 @@ def claimable(memory: SeatMemory, roles: Sequence[str], said: str | None,
     return [intent] if intent in fitting else fitting
 
 
+def cover_blown(memory: SeatMemory, said: str | None) -> bool:
+    """Whether a death has shown the seat's public claim `said` to be a lie:
+    it is not the seat's own role, the game deals it once, and its holder
+    has died. Such a claim is not said again (seen in a lobby: a Godfather
+    seat said "Same as before: I am the Medium." the day after the Medium
+    was lynched; a Framer went on claiming Jailor once the Jailor had died)."""
+    if said is None or said == memory.you.role:
+        return False
+    return said in dealt_once(memory) and any(p.role == said for p in memory.dead())
+
+
 def _team_plans(memory: SeatMemory) -> list[tuple[int, str]]:
     """(author, role) of every cover told in the team's chat (`talk.cover_plan`), oldest first."""
     out = []
@@ -765,7 +776,8 @@ def move_table(memory: SeatMemory) -> MoveTable:
     # "Tomorrow I will claim Investigator." on two nights running)
     plan_told = own_cover_plan(memory, plans)
     told = plan_told if team else None
-    if alive and all(day != memory.day for day, _role in made) and not (team and made):
+    if alive and all(day != memory.day for day, _role in made) and not (team and made) \
+            and not cover_blown(memory, said):
         group("claim", "claim ", {r: ClaimRole(r, r == own_role) for r in claims
                                   if not (hides and r == own_role) and r != told})
     mine = own_results(memory)
