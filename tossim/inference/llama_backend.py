@@ -732,24 +732,30 @@ class LlamaBackend(Backend):
 def forced_token(index: Any, state: int, pieces: Sequence[bytes], eos: int) -> int | None:
     """The longest token every text the grammar allows from `state` starts
     with: what the model would have to write whatever it chose (a JSON key,
-    its quotes and colon). None where the model has a choice, EOS included.
-    A state that allows more than `FORCED_FANOUT` tokens is a choice."""
-    allowed = index.get_allowed_tokens(state)
-    if not allowed or len(allowed) > FORCED_FANOUT or eos in allowed:
+    its quotes and colon). None where the model has a choice, EOS included."""
+    allowed = _few_choices(index, state, eos)
+    if allowed is None:
         return None
     for t in sorted(allowed, key=lambda t: -len(pieces[t])):
-        if _leads_with(index, state, pieces[t], pieces, eos):
+        if _all_start_with(index, state, allowed, pieces[t], pieces, eos):
             return int(t)
     return None
 
 
-def _leads_with(index: Any, state: int, text: bytes, pieces: Sequence[bytes], eos: int) -> bool:
-    """Whether every text the grammar allows from `state` starts with
-    `text`: each allowed token either starts with it, or is a prefix of it
-    after which the rest of it is again the only way on."""
+def _few_choices(index: Any, state: int, eos: int) -> list[int] | None:
+    """The tokens `state` allows, if they are few (`FORCED_FANOUT`) and EOS
+    is not among them; else None: the model's choice."""
     allowed = index.get_allowed_tokens(state)
     if not allowed or len(allowed) > FORCED_FANOUT or eos in allowed:
-        return False
+        return None
+    return list(allowed)
+
+
+def _all_start_with(index: Any, state: int, allowed: Sequence[int], text: bytes,
+                    pieces: Sequence[bytes], eos: int) -> bool:
+    """Whether every text the grammar allows from `state` (whose tokens are
+    `allowed`) starts with `text`: each token either starts with it, or is
+    a prefix of it after which the rest of it is again the only way on."""
     for u in allowed:
         piece = pieces[u]
         if piece.startswith(text):
@@ -757,7 +763,9 @@ def _leads_with(index: Any, state: int, text: bytes, pieces: Sequence[bytes], eo
         if not piece or not text.startswith(piece):
             return False
         after = index.get_next_state(state, u)
-        if after is None or not _leads_with(index, after, text[len(piece):], pieces, eos):
+        rest = None if after is None else _few_choices(index, after, eos)
+        if rest is None or not _all_start_with(index, after, rest, text[len(piece):],
+                                                 pieces, eos):
             return False
     return True
 
