@@ -202,7 +202,8 @@ def serve(
     from tossim.server.app import create_app, tune_gc
     from tossim.server.settings import Settings
 
-    overrides: dict[str, Any] = {"host": host, "port": port, "demo": demo, "resume": resume}
+    overrides: dict[str, Any] = {"host": host, "port": port, "demo": demo, "resume": resume,
+                                 "preload_models": True}
     if db:
         overrides["database_url"] = db
     if redis:

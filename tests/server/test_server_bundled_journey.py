@@ -39,7 +39,8 @@ async def test_bundled_model_seats_play_three_days_of_a_human_lobby_on_time(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     # phases at 0.4 of their length: Day 1 6 s, discussions 18 s, nights 14.8 s
-    server = await server_factory(time_scale=0.4, secret_file=str(tmp_path / "secret"))
+    server = await server_factory(time_scale=0.4, secret_file=str(tmp_path / "secret"),
+                                  preload_models=True)  # as `tossim serve`
     seats = [{"slot": s, "kind": "ai", "backend": "local"} for s in MODELS]
     game_id, token = await lobby_game(server, seats)
     row = await server.store.get_game(game_id)

@@ -56,21 +56,30 @@ def make_seat_for_entry(entry: ModelEntry, slot: int, seed: int, *, game_id: str
         return chat_seat_from_spec(spec, slot, seed, chat, game_id=game_id,
                                    summaries=summaries, turn_seconds=turn)
     from tossim.agents.llm_seat import seat_from_spec
-    from tossim.inference.registry import for_entry, make_backend, shared_backend
+    from tossim.inference.registry import for_entry
     if backend is not None:
         return seat_from_spec(spec, slot, seed, for_entry(backend, background=background),
                               game_id=game_id, summaries=summaries, loop_config=loop_config)
+    engine = entry_engine(entry, openai_url=openai_url, model_dir=model_dir)
+    # the entry's sampling (temperature, top_p, max_tokens per request, ...) and
+    # rpm on every request its seats send; the model itself stays shared
+    wrapped = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json(), background)
+    return seat_from_spec(spec, slot, seed, wrapped, game_id=game_id, summaries=summaries)
+
+
+def entry_engine(entry: ModelEntry, *, openai_url: str | None = None,
+                 model_dir: str | None = None) -> Backend:
+    """The process's backend for a model entry (made, and its model loaded,
+    on first use; the server preloads its default one at start-up:
+    tossim.server.preload). A keyed completions server gets one backend per
+    entry, its key read now; every other entry shares the backend of its
+    name, model and URL."""
+    from tossim.inference.registry import make_backend, shared_backend
     url = entry.base_url or openai_url
     if entry.backend == "openai" and entry.api_key_env:
-        # a keyed completions server: one backend per entry, the key read now
         key = entry.model_dump_json()
         if key not in _keyed:
             _keyed[key] = make_backend("openai", model=entry.model or model_dir, url=url,
                                        api_key=entry.api_key())
-        engine = _keyed[key]
-    else:
-        engine = shared_backend(entry.backend, entry.model or model_dir, url)
-    # the entry's sampling (temperature, top_p, max_tokens per request, ...) and
-    # rpm on every request its seats send; the model itself stays shared
-    engine = for_entry(engine, entry.sampling, entry.rpm, entry.model_dump_json(), background)
-    return seat_from_spec(spec, slot, seed, engine, game_id=game_id, summaries=summaries)
+        return _keyed[key]
+    return shared_backend(entry.backend, entry.model or model_dir, url)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,9 @@ MODEL_BACKENDS = ("local", "vllm", "openai")
 # `local`), kept for `tossim bench agents --ai local,torch` and the command line
 KNOWN_BACKENDS = (*MODEL_BACKENDS, "torch")
 _shared: dict[tuple[str, str], Backend] = {}
+# held while a shared backend is made: the server preloads its model in a
+# thread (tossim.server.preload) while a game may ask for the same one
+_shared_lock = threading.Lock()
 
 
 LLAMA_MODULES = ("llama_cpp", "outlines_core", "numpy")
@@ -74,9 +78,10 @@ def make_backend(name: str, *, model: str | None = None, url: str | None = None,
 def shared_backend(name: str, model: str | None = None, url: str | None = None) -> Backend:
     """The process-wide instance of a backend (created on first use)."""
     key = (name, f"{model or ''}|{url or ''}")
-    if key not in _shared:
-        _shared[key] = make_backend(name, model=model, url=url)
-    return _shared[key]
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = make_backend(name, model=model, url=url)
+        return _shared[key]
 
 
 class EntryBackend:

@@ -25,6 +25,7 @@ from tossim.server.bus import make_bus
 from tossim.server.limits import BodyLimit, LobbyRate, make_limiter
 from tossim.server.lobby_watch import LobbyWatch
 from tossim.server.mirror import MirrorHub
+from tossim.server.preload import preload_models
 from tossim.server.routes import arenas, games, health, lobbies, models, roles
 from tossim.server.runner import ActorHub, process_name
 from tossim.server.settings import Settings
@@ -161,7 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.lobby_rate = LobbyRate(settings.lobby_rate_limit,
                                          settings.lobby_rate_seconds, bus)
         _apps_open[0] += 1
-        demo = None
+        demo = preload = None
         probes = start_probes(settings.models)  # chat entries: constraint modes, in background
         try:
             await app.state.workers.start()
@@ -170,9 +171,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if resumed:
                 log.info("resumed %d live game(s)", len(resumed))
             demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
+            if settings.preload_models:
+                preload = asyncio.create_task(preload_models(settings))
+            app.state.preload = preload
             yield
         finally:
             await stop_probes(probes)
+            if preload is not None:  # a load in its thread runs to its end
+                with contextlib.suppress(Exception):
+                    await preload
             if demo is not None:
                 demo.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

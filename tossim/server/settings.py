@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     # no token set, only workers on this machine are accepted.
     inference: Literal["local", "workers"] = "local"
     worker_token: str | None = None
+    # Load the embedded model (the `local` backend) at start-up, in a thread,
+    # so the first game's model seats do not wait for it and the event loop
+    # never does (tossim.server.preload). `tossim serve` turns it on; tests'
+    # apps leave it off (each would load the model again).
+    preload_models: bool = False
     # Who plays the demo match: a model backend (local: the bundled model) or
     # scripted; `demo_model_seats` seats are the model's, the rest scripted.
     # The bundled SmolLM2-135M cannot carry a game on its own (docs/agents.md,
