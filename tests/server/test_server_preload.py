@@ -1,7 +1,8 @@
 """The server loads its embedded model at start-up (Settings.preload_models,
 which `tossim serve` turns on), in a thread: it answers while the model
-loads, and the first lobby's model seats play on the backend it loaded, not
-on a second copy (tossim/server/preload.py)."""
+loads, a lobby started meanwhile gets its game once the model is ready, and
+its model seats play on the backend the server loaded, not on a second copy
+(tossim/server/preload.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.server import service
 
 from .model_fakes import GatedBackend
-from .support import WAIT, ServerFactory, create_game
+from .support import WAIT, ServerFactory, create_game, owner, wait_game
 
 
 class Watched(GatedBackend):
@@ -51,18 +52,26 @@ async def test_the_server_answers_while_its_model_loads_and_seats_play_on_it(
     monkeypatch.setattr(service, "unavailable_reason", lambda *_a: None)  # "local" runs here
     server = await server_factory(preload_models=True)
     assert await asyncio.to_thread(loading.wait, WAIT)
-    # the event loop is free while the model loads in its thread
-    r = await server.client.get("/api/health")
-    assert r.status_code == 200 and not loaded.is_set()
+    # a lobby started during the load starts its game once the model is ready
+    game_id = await create_game(server.client, start=False, players=7,
+                                seats=[{"slot": 1, "kind": "ai", "backend": "local"}])
+    starting = asyncio.create_task(server.client.post(f"/api/lobbies/{game_id}/start",
+                                                      headers=owner(game_id)))
+    await wait_game(server.client, game_id, lambda g: g["status"] != "lobby")
+    # the event loop is free while the model loads in its thread (an actor
+    # made now would wait for it on the loop: these would not be answered)
+    for _ in range(3):
+        r = await server.client.get("/api/health")
+        assert r.status_code == 200 and not loaded.is_set()
+    assert not starting.done()
     release.set()
     backend = await server.app.state.preload
     assert made == [("local", backend)]
     # the one token that readies the model's threads and buffers
-    assert list(backend.seeds) == ["preload"]
+    assert "preload" in backend.seeds
 
-    # the first lobby's model seats play on the loaded backend: no second load
-    game_id = await create_game(server.client, players=7,
-                                seats=[{"slot": 1, "kind": "ai", "backend": "local"}])
+    # the lobby's model seat plays on the loaded backend: no second load
+    assert (await asyncio.wait_for(starting, WAIT)).status_code == 200
     await asyncio.wait_for(backend.seat_asked.wait(), WAIT)
     assert any(key.startswith(game_id) for key in backend.seeds), backend.seeds
     assert len(made) == 1

@@ -165,15 +165,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         demo = preload = None
         probes = start_probes(settings.models)  # chat entries: constraint modes, in background
         try:
+            if settings.preload_models:
+                preload = asyncio.create_task(preload_models(settings))
+            app.state.preload = app.state.actors.models_ready = preload
             await app.state.workers.start()
             log.info("server process %s", process)
             resumed = await app.state.actors.start(takeover=settings.resume)
             if resumed:
                 log.info("resumed %d live game(s)", len(resumed))
             demo = asyncio.create_task(demo_loop(app)) if settings.demo else None
-            if settings.preload_models:
-                preload = asyncio.create_task(preload_models(settings))
-            app.state.preload = preload
             yield
         finally:
             await stop_probes(probes)

@@ -8,8 +8,9 @@ Day 1 turns pay for them (seen on a slow machine: a server started without
 the demo, whose first lobby's three model seats said nothing on Day 1).
 `tossim serve` (Settings.preload_models) makes the backend in a thread at
 start-up instead and runs one token through it, so llama.cpp's threads and
-compute buffers are ready too; a game that starts meanwhile waits for the
-same backend (registry.shared_backend), never a second copy.
+compute buffers are ready too. A game started meanwhile is started once
+the load is done (ActorHub.models_ready), off the event loop, and plays on
+that backend (registry.shared_backend), never a second copy.
 """
 
 from __future__ import annotations

@@ -651,6 +651,10 @@ class ActorHub:
         self.workers = workers
         self.owner = owner or process_name()
         self.timer: Timer | None = None  # timed games' clock (None: the wall clock)
+        # the start-up load of the embedded model (tossim.server.preload):
+        # games start once it is done, so no actor's constructor (which makes
+        # its seats' backend) waits for the load on the event loop
+        self.models_ready: asyncio.Future[Any] | None = None
         self.lease_s = float(settings.lease_s)
         self.actors: dict[str, GameActor] = {}
         self.leased: set[str] = set()  # games whose lease this process holds
@@ -730,6 +734,8 @@ class ActorHub:
             if stored is None or not await self._acquire(game_id, wait=self.lease_s * 1.5):
                 raise LeaseHeld(f"game {game_id} is run by another server process")
             stored = await self.store.commands(game_id)
+        if self.models_ready is not None and not self.models_ready.done():
+            await asyncio.wait([self.models_ready])  # (it never raises; nor is it cancelled)
         lobby = dict(row.lobby)
         lobby["seats"] = [
             {"slot": s.slot, "kind": s.kind, "backend": s.backend, "model": s.model,
