@@ -1318,6 +1318,31 @@ def test_day_1_asks_only_what_can_be_answered() -> None:
             if isinstance(m, Ask)} >= {"vote", "results"}
 
 
+def test_on_trial_nobody_asks_the_accused_how_it_votes() -> None:
+    """Seen in the demo: three model seats asked the accused "who are you
+    voting for today?" in one Judgement, when the day's vote was over."""
+    t = _on_trial((), 5)
+    asks = {(m.target, m.topic) for m in move_table(t.memories[1]).speak.values()
+            if isinstance(m, Ask)}
+    assert asks and all(target == 5 for target, _topic in asks)
+    assert (5, "vote") not in asks
+
+
+def test_a_question_someone_asked_today_is_not_asked_again() -> None:
+    """Seen in the demo: three model seats asked Player 15 the same question
+    in one phase. Once anyone has asked it today, no seat offers it again
+    (so the later ones, chosen while the first was said, are withdrawn as
+    stale: LLMSeat.still_meant); another day it may be asked anew."""
+    def asks(t: Tracker) -> set[tuple[int, str]]:
+        return {(m.target, m.topic) for m in move_table(t.memories[1]).speak.values()
+                if isinstance(m, Ask)}
+
+    before = asks(day3_investigator())
+    assert (6, "vote") in before
+    after = asks(day3_investigator(((2, "Player 6, who are you voting for today?"),)))
+    assert after == before - {(6, "vote")}
+
+
 def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
     """Seen in a lobby: a Framer seat and its Godfather, both model seats,
     each told the team "I will pose as the Medium tomorrow." The teammate

@@ -58,9 +58,12 @@ QUESTIONS: dict[str, str] = {
     "vote": "{name}, who are you voting for today?",
     "will": "{name}, what is in your last will?",
 }
-# questions with no answer yet on Day 1: no night has passed, no vote is
-# held (seen in the demo: "Player 15, who are you voting for today?" on Day 1)
-DAY1_MOOT: dict[str, tuple[str, ...]] = {"day1": ("results", "vote")}
+# questions with no answer in a phase: on Day 1 no night has passed and no
+# vote is held (seen in the demo: "Player 15, who are you voting for today?"
+# on Day 1); on trial the day's vote is over (seen in the demo: three seats
+# asked the accused "who are you voting for today?" in one Judgement)
+MOOT: dict[str, tuple[str, ...]] = {"day1": ("results", "vote"), "defense": ("vote",),
+                                    "judgement": ("vote",), "last_words": ("vote",)}
 DEATH_NOTES = ("We know your secret.", "You talked too much.", "Nothing personal.",
                "You were next on the list.", "Sleep well.")
 SHERIFF_SUSPICIOUS = frozenset({"night.sheriff_mafia", "night.sheriff_sk",
@@ -918,15 +921,21 @@ def move_table(memory: SeatMemory) -> MoveTable:
                else [] if on_trial is not None
                else others if memory.phase != "night"
                else [s for s in others if s == memory.you.prisoner])
-    if not untold:
+    if not untold and askable:
+        # a question is asked once: not again by the seat, nor by anyone
+        # today (seen in the demo: three model seats asked Player 15 the same
+        # question in one phase; the later two are withdrawn as stale)
+        heard = spoken + "\n" + "\n".join(str((e.get("data") or {}).get("text", ""))
+                                          for e in memory.chat(memory.day)
+                                          if e["key"] == "chat.public")
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
-                   if q.format(name=memory.name(s)) not in spoken
+                   if q.format(name=memory.name(s)) not in heard
                    and not (t == "role" and s in claimed)
                    and not (t == "results" and s in claimed
                             and not _investigates(claimed[s][-1][1]))
-                   and t not in DAY1_MOOT.get(memory.phase, ())})
+                   and t not in MOOT.get(memory.phase, ())})
     # the accused says who it is before anything else (seen in a lobby: a
     # Medium seat on the stand accused another player, claimed only in its
     # last words, and was lynched as the Medium)
