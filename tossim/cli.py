@@ -193,6 +193,11 @@ def serve(
     models: Path | None = typer.Option(None, help="The model catalogue lobby seats name "
                                                   "entries of (default: $TOSSIM_MODELS, "
                                                   "else ./models.toml)."),
+    preload: bool | None = typer.Option(
+        None, "--preload/--no-preload",
+        help="Load the bundled model at start-up, in a thread, so the first lobby's model "
+             "seats need not wait for it (default: on, unless $TOSSIM_PRELOAD_MODELS "
+             "says otherwise)."),
 ) -> None:
     """Run the game server (HTTP API, websockets and the web client)."""
     import logging
@@ -202,8 +207,11 @@ def serve(
     from tossim.server.app import create_app, tune_gc
     from tossim.server.settings import Settings
 
-    overrides: dict[str, Any] = {"host": host, "port": port, "demo": demo, "resume": resume,
-                                 "preload_models": True}
+    overrides: dict[str, Any] = {"host": host, "port": port, "demo": demo, "resume": resume}
+    if preload is not None:
+        overrides["preload_models"] = preload
+    elif "TOSSIM_PRELOAD_MODELS" not in os.environ:
+        overrides["preload_models"] = True  # (the setting's own default is for tests' apps)
     if db:
         overrides["database_url"] = db
     if redis:

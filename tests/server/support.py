@@ -312,7 +312,7 @@ class ServeProcess:
 
     def __init__(self, db: str, *, port: int | None = None, redis: str | None = None,
                  resume: bool = True, env: dict[str, str] | None = None,
-                 log: Path) -> None:
+                 preload: bool = False, log: Path) -> None:
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
@@ -323,6 +323,8 @@ class ServeProcess:
             args += ["--redis", redis]
         if not resume:
             args.append("--no-resume")
+        if not preload:  # these servers' games seat no model of this process
+            args.append("--no-preload")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("TOSSIM_")}
         # the tests make many lobbies from one address (the limit has its own test)
         full_env["TOSSIM_LOBBY_RATE_LIMIT"] = "100000"

@@ -15,6 +15,7 @@ import pytest
 from tossim.inference import registry
 from tossim.inference.base import GenerationRequest, GenerationResult
 from tossim.server import service
+from tossim.server.settings import Settings
 
 from .model_fakes import GatedBackend
 from .support import WAIT, ServerFactory, create_game, owner, wait_game
@@ -86,3 +87,27 @@ async def test_a_server_whose_model_seats_run_on_workers_loads_no_model(
     server = await server_factory(preload_models=True, inference="workers",
                                   worker_token="t" * 32)
     assert await server.app.state.preload is None
+
+
+@pytest.mark.parametrize(("args", "env", "preloads"), [
+    ([], {}, True),
+    (["--no-preload"], {}, False),
+    ([], {"TOSSIM_PRELOAD_MODELS": "false"}, False),
+    (["--preload"], {"TOSSIM_PRELOAD_MODELS": "false"}, True),
+])
+def test_tossim_serve_preloads_its_model_unless_told_not_to(
+        monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str],
+        preloads: bool) -> None:
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from tossim.cli import app
+    from tossim.server import app as server_app
+
+    served: list[Settings] = []
+    monkeypatch.setattr(server_app, "create_app", lambda settings: served.append(settings))
+    monkeypatch.setattr(server_app, "tune_gc", lambda: None)
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **_kw: None)
+    result = CliRunner().invoke(app, ["serve", *args], env=env)
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert [s.preload_models for s in served] == [preloads]
