@@ -27,6 +27,7 @@ from tossim.agents.moves import (
     Report,
     VotePlan,
     WillMove,
+    _guilty_shot,
     announced_vote,
     claimable,
     cover_blown,
@@ -1304,6 +1305,40 @@ def test_a_claim_of_a_role_the_town_must_lynch_is_a_charge() -> None:
     said = render(charges[0], memory.names, random.Random(1))
     assert "claimed Godfather, an enemy of the Town" in said, said
     assert "confess" not in {r.kind for r in reasons(memory)[1]}
+
+
+def test_a_vigilante_seat_shoots_only_a_player_the_game_shows_an_enemy() -> None:
+    """Seen in the demo: a Vigilante seat (structured: what it is offered it
+    does) shot the Escort it had defended the day before, a Town player who
+    had claimed Escort. Its shot is offered only at players its game shows
+    to be enemies of the Town, and not at all while there are none; a
+    Vampire Hunter's stake, which harms only Vampires, is not held back."""
+    from tossim.agents.moves import offered
+
+    def night_with(*chat: tuple[int, str]) -> list[tuple[str, tuple[int, ...]]]:
+        g = new_game(GameConfig(players=7, seed=4, roles=(
+            "vigilante", "godfather", "doctor", "mafioso", "escort", "lookout", "sheriff")))
+        t = Tracker(g, [1])
+        t.timeout()  # Day 1 -> Night 1 (no shot on Night 1)
+        t.timeout()  # Day 2
+        for author, text in chat:
+            apply(g, Chat(author, text))
+        t.timeout()  # Voting
+        t.timeout()  # Night 2
+        t.observe()
+        memory = t.memories[1]
+        assert memory.phase == "night" and any(a.ability == "shoot" for a in memory.legal)
+        return [(a.ability, a.targets) for a in offered(memory) if a.kind == "night"]
+
+    assert night_with() == []  # nobody shown an enemy: the seat holds its fire
+    assert night_with((5, "I am the Escort."), (1, "Do not lynch Player 5. They claimed Escort.")
+                      ) == []
+    assert night_with((4, "I am the Mafioso.")) == [("shoot", (4,))]
+    assert night_with((4, "I am the Mafioso."), (6, "im the godfather lol")) == [
+        ("shoot", (4, 6))]
+    hunter = ROLES["vampire_hunter"]
+    assert "attack" in hunter.night.labels and not _guilty_shot(hunter)
+    assert _guilty_shot(ROLES["vigilante"])
 
 
 def test_day_1_asks_only_what_can_be_answered() -> None:

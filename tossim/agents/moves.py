@@ -47,7 +47,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.protocols import Parsed
 from tossim.engine.legal import IllegalCommand, LegalAction
 from tossim.engine.role_lists import RoleListError, parse_slot
-from tossim.engine.roles import ROLES, cover_claims, find_role, threat
+from tossim.engine.roles import ROLES, Role, cover_claims, find_role, threat
 from tossim.engine.state import MAX_WILL
 
 SPEECH_MODES = ("free", "moves")
@@ -1154,6 +1154,13 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
                                 if r.kind in CHECKS})
 
 
+def _guilty_shot(spec: Role) -> bool:
+    """Whether a Town role's night attack can kill the Town it serves, at a
+    cost to itself (its `guilt` passive: the Vigilante; a Vampire Hunter's
+    stake harms only Vampires)."""
+    return any(p.name == "guilt" for p in spec.passives)
+
+
 def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
     """Whether a Jailor seat has a charge against its prisoner: a claim a
     death or the seat's own role (dealt once) disproved, a claim of a role
@@ -1180,11 +1187,26 @@ def offered(memory: SeatMemory) -> list[LegalAction]:
     its phase's action, so what it is offered it does): a Jailor's execution
     only with a charge against the prisoner (`execution_warranted`; seen in a
     lobby: a Jailor seat executed its prisoner, the Doctor, who had claimed
-    Doctor in jail)."""
+    Doctor in jail); any other Town killer's shot (the Vigilante's) only at
+    the players its game shows to be enemies (`exposed`), and none while
+    nobody is (seen in the demo: a Vigilante seat shot the Escort it had
+    defended the day before, a Town player who had claimed Escort)."""
     prisoner = memory.you.prisoner
-    return [a for a in memory.legal
-            if not (a.kind == "night" and a.ability == "execute" and prisoner is not None
-                    and not execution_warranted(memory, prisoner))]
+    spec = find_role(memory.you.role) if memory.you.role else None
+    out = []
+    for a in memory.legal:
+        if a.kind == "night" and a.ability == "execute":
+            if prisoner is not None and not execution_warranted(memory, prisoner):
+                continue
+        elif (a.kind == "night" and spec is not None and spec.night is not None
+              and a.ability == spec.night.name and "attack" in spec.night.labels
+              and memory.you.faction == "town" and _guilty_shot(spec)):
+            enemies = exposed(memory)
+            a = replace(a, targets=tuple(t for t in a.targets if t in enemies))
+            if not a.targets:
+                continue
+        out.append(a)
+    return out
 
 
 # ---- parsing and rendering -------------------------------------------------------------
