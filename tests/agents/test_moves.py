@@ -1367,7 +1367,9 @@ def test_a_question_someone_asked_today_is_not_asked_again() -> None:
     """Seen in the demo: three model seats asked Player 15 the same question
     in one phase. Once anyone has asked it today, no seat offers it again
     (so the later ones, chosen while the first was said, are withdrawn as
-    stale: LLMSeat.still_meant); another day it may be asked anew."""
+    stale: LLMSeat.still_meant); another day it may be asked anew. Nor is a
+    player asked for results they gave today (seen in a lobby: "Player 4, do
+    you have any results to share?" after Player 4's Investigator result)."""
     def asks(t: Tracker) -> set[tuple[int, str]]:
         return {(m.target, m.topic) for m in move_table(t.memories[1]).speak.values()
                 if isinstance(m, Ask)}
@@ -1376,6 +1378,11 @@ def test_a_question_someone_asked_today_is_not_asked_again() -> None:
     assert (6, "vote") in before
     after = asks(day3_investigator(((2, "Player 6, who are you voting for today?"),)))
     assert after == before - {(6, "vote")}
+    # nor is anyone asked for the results they gave today (seen in a lobby)
+    assert (8, "results") in before
+    shared = asks(day3_investigator(((8, "Player 2 could be a Doctor, Disguiser, or "
+                                          "Serial Killer."),)))
+    assert (8, "results") not in shared and (8, "will") in shared
 
 
 def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:

@@ -435,6 +435,24 @@ def own_cover_plan(memory: SeatMemory,
     return mine[-1] if mine else None
 
 
+RESULT_KINDS = frozenset({cv.SUSPICIOUS, cv.INNOCENT, cv.GROUP, cv.VISITED, cv.MAFIA_VISITED})
+
+
+def _reported(memory: SeatMemory, events: Sequence[dict[str, Any]]) -> set[int]:
+    """The authors of `events` (chat) who said a night result in them."""
+    vocab = _vocab(memory)
+    if vocab is None:
+        return set()
+    out = set()
+    for e in events:
+        data = e.get("data") or {}
+        author = data.get("author")
+        if isinstance(author, int) and author not in out and any(
+                c.kind in RESULT_KINDS for c in vocab.parse(str(data.get("text", "")))):
+            out.add(author)
+    return out
+
+
 def _gave_checks(memory: SeatMemory) -> bool:
     """Whether the seat has said a Sheriff's result (suspicious or not) in
     public."""
@@ -925,16 +943,19 @@ def move_table(memory: SeatMemory) -> MoveTable:
         # a question is asked once: not again by the seat, nor by anyone
         # today (seen in the demo: three model seats asked Player 15 the same
         # question in one phase; the later two are withdrawn as stale)
+        public = [e for e in memory.chat(memory.day) if e["key"] == "chat.public"]
         heard = spoken + "\n" + "\n".join(str((e.get("data") or {}).get("text", ""))
-                                          for e in memory.chat(memory.day)
-                                          if e["key"] == "chat.public")
+                                          for e in public)
+        # nor for results a player gave today (seen in a lobby: "Player 4, do
+        # you have any results to share?" after Player 4's Investigator result)
+        shared = _reported(memory, public)
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
                    if q.format(name=memory.name(s)) not in heard
                    and not (t == "role" and s in claimed)
-                   and not (t == "results" and s in claimed
-                            and not _investigates(claimed[s][-1][1]))
+                   and not (t == "results" and (s in shared or (
+                       s in claimed and not _investigates(claimed[s][-1][1]))))
                    and t not in MOOT.get(memory.phase, ())})
     # the accused says who it is before anything else (seen in a lobby: a
     # Medium seat on the stand accused another player, claimed only in its
