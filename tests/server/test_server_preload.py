@@ -66,7 +66,7 @@ async def test_the_server_answers_while_its_model_loads_and_seats_play_on_it(
         assert r.status_code == 200 and not loaded.is_set()
     assert not starting.done()
     release.set()
-    backend = await server.app.state.preload
+    backend = await server.app.state.actors.models_ready
     assert made == [("local", backend)]
     # the one token that readies the model's threads and buffers
     assert "preload" in backend.seeds
@@ -86,7 +86,7 @@ async def test_a_server_whose_model_seats_run_on_workers_loads_no_model(
     monkeypatch.setattr(registry, "make_backend", make_backend)
     server = await server_factory(preload_models=True, inference="workers",
                                   worker_token="t" * 32)
-    assert await server.app.state.preload is None
+    assert await server.app.state.actors.models_ready is None
 
 
 @pytest.mark.parametrize(("args", "env", "preloads"), [

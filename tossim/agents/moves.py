@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -47,7 +47,7 @@ from tossim.agents.memory import SeatMemory
 from tossim.agents.protocols import Parsed
 from tossim.engine.legal import IllegalCommand, LegalAction
 from tossim.engine.role_lists import RoleListError, parse_slot
-from tossim.engine.roles import ROLES, Role, cover_claims, find_role, threat
+from tossim.engine.roles import ROLES, Faction, Role, cover_claims, find_role, threat
 from tossim.engine.state import MAX_WILL
 
 SPEECH_MODES = ("free", "moves")
@@ -331,21 +331,27 @@ def _vocab(memory: SeatMemory) -> cv.Vocabulary | None:
     return cv.vocabulary(tuple(names.get(s, f"Player {s}") for s in range(1, max(names) + 1)))
 
 
-def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
-    """Role claims made in public chat: slot -> [(day, role name)]."""
+def _public_said(memory: SeatMemory, events: Sequence[dict[str, Any]] | None = None
+                 ) -> Iterator[tuple[int, int, cv.Claim]]:
+    """(day, author, claim) for every claim read out of the public chat in
+    `events` (default: all the seat has seen), in order."""
     vocab = _vocab(memory)
     if vocab is None:
-        return {}
+        return
+    for e in memory.events if events is None else events:
+        data = e.get("data") or {}
+        author = data.get("author")
+        if e["key"] == "chat.public" and isinstance(author, int):
+            for c in vocab.parse(str(data.get("text", ""))):
+                yield e["day"], author, c
+
+
+def _claims(memory: SeatMemory) -> dict[int, list[tuple[int, str]]]:
+    """Role claims made in public chat: slot -> [(day, role name)]."""
     out: dict[int, list[tuple[int, str]]] = {}
-    for e in memory.events:
-        if e["key"] != "chat.public":
-            continue
-        author = e.get("data", {}).get("author")
-        if not isinstance(author, int):
-            continue
-        for c in vocab.parse(str(e.get("data", {}).get("text", ""))):
-            if c.kind == cv.ROLE and c.role in ROLES:
-                out.setdefault(author, []).append((e["day"], ROLES[c.role].name))
+    for day, author, c in _public_said(memory):
+        if c.kind == cv.ROLE and c.role in ROLES:
+            out.setdefault(author, []).append((day, ROLES[c.role].name))
     return out
 
 
@@ -439,18 +445,9 @@ RESULT_KINDS = frozenset({cv.SUSPICIOUS, cv.INNOCENT, cv.GROUP, cv.VISITED, cv.M
 
 
 def _reported(memory: SeatMemory, events: Sequence[dict[str, Any]]) -> set[int]:
-    """The authors of `events` (chat) who said a night result in them."""
-    vocab = _vocab(memory)
-    if vocab is None:
-        return set()
-    out = set()
-    for e in events:
-        data = e.get("data") or {}
-        author = data.get("author")
-        if isinstance(author, int) and author not in out and any(
-                c.kind in RESULT_KINDS for c in vocab.parse(str(data.get("text", "")))):
-            out.add(author)
-    return out
+    """The authors who said a night result in the public chat of `events`."""
+    return {author for _day, author, c in _public_said(memory, events)
+            if c.kind in RESULT_KINDS}
 
 
 def _gave_checks(memory: SeatMemory) -> bool:
@@ -1175,11 +1172,12 @@ def night_choice(memory: SeatMemory, night: Choice) -> Choice:
                                 if r.kind in CHECKS})
 
 
-def _guilty_shot(spec: Role) -> bool:
-    """Whether a Town role's night attack can kill the Town it serves, at a
-    cost to itself (its `guilt` passive: the Vigilante; a Vampire Hunter's
-    stake harms only Vampires)."""
-    return any(p.name == "guilt" for p in spec.passives)
+def _guilty_shot(spec: Role | None) -> bool:
+    """Whether a role is Town and its night attack can kill the Town it
+    serves, at a cost to itself (its `guilt` passive: the Vigilante; a
+    Vampire Hunter's stake harms only Vampires)."""
+    return (spec is not None and spec.faction is Faction.TOWN and spec.night is not None
+            and "attack" in spec.night.labels and any(p.name == "guilt" for p in spec.passives))
 
 
 def execution_warranted(memory: SeatMemory, prisoner: int) -> bool:
@@ -1214,14 +1212,13 @@ def offered(memory: SeatMemory) -> list[LegalAction]:
     defended the day before, a Town player who had claimed Escort)."""
     prisoner = memory.you.prisoner
     spec = find_role(memory.you.role) if memory.you.role else None
+    shot = spec.night.name if spec is not None and spec.night and _guilty_shot(spec) else None
     out = []
     for a in memory.legal:
         if a.kind == "night" and a.ability == "execute":
             if prisoner is not None and not execution_warranted(memory, prisoner):
                 continue
-        elif (a.kind == "night" and spec is not None and spec.night is not None
-              and a.ability == spec.night.name and "attack" in spec.night.labels
-              and memory.you.faction == "town" and _guilty_shot(spec)):
+        elif a.kind == "night" and a.ability == shot:
             enemies = exposed(memory)
             a = replace(a, targets=tuple(t for t in a.targets if t in enemies))
             if not a.targets:

@@ -167,7 +167,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             if settings.preload_models:
                 preload = asyncio.create_task(preload_models(settings))
-            app.state.preload = app.state.actors.models_ready = preload
+            app.state.actors.models_ready = preload
             await app.state.workers.start()
             log.info("server process %s", process)
             resumed = await app.state.actors.start(takeover=settings.resume)
