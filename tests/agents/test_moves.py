@@ -1385,6 +1385,24 @@ def test_a_question_someone_asked_today_is_not_asked_again() -> None:
     assert (8, "results") not in shared and (8, "will") in shared
 
 
+def test_nobody_is_asked_a_vote_they_cast_or_said_today() -> None:
+    """Seen in a lobby: "Player 3, who are you voting for today?" right after
+    Player 3 voted and said "I am voting Player 5 today." A player who cast
+    a vote today, said a vote plan or called for a vote is not asked how
+    they vote; everyone else still may be."""
+    def vote_asks(t: Tracker) -> set[int]:
+        return {m.target for m in move_table(t.memories[1]).speak.values()
+                if isinstance(m, Ask) and m.topic == "vote"}
+
+    before = vote_asks(day3_investigator())
+    assert {2, 6, 8} <= before
+    t = day3_investigator(((6, "I am voting Player 5 today."),
+                           (8, "Vote Player 4! They have not claimed a role.")))
+    apply(t.game, Vote(2, 5))
+    t.observe()
+    assert vote_asks(t) == before - {2, 6, 8}
+
+
 def test_a_cover_a_teammate_said_it_will_claim_is_left_to_it() -> None:
     """Seen in a lobby: a Framer seat and its Godfather, both model seats,
     each told the team "I will pose as the Medium tomorrow." The teammate

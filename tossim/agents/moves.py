@@ -450,6 +450,23 @@ def _reported(memory: SeatMemory, events: Sequence[dict[str, Any]]) -> set[int]:
             if c.kind in RESULT_KINDS}
 
 
+def _voiced_votes(memory: SeatMemory, public: Sequence[dict[str, Any]]) -> set[int]:
+    """The players whose vote today is no question: they cast one (a public
+    `vote.cast`/`vote.changed` of today) or said one in `public` (today's
+    public chat): a plan ("My vote goes to NAME."), a call to vote
+    ("Vote NAME!") or any accusation the claims reader finds."""
+    out = {(e.get("data") or {}).get("voter") for e in memory.day_events(memory.day)
+           if e["key"] in ("vote.cast", "vote.changed")}
+    said = tuple(before + display_name(p.name) + after
+                 for p in memory.living() for before, after in _VOTE_PLAN_HEADS)
+    for e in public:
+        data = e.get("data") or {}
+        if any(sentence in str(data.get("text", "")) for sentence in said):
+            out.add(data.get("author"))
+    out |= {author for _day, author, c in _public_said(memory, public) if c.kind == cv.ACCUSE}
+    return {s for s in out if isinstance(s, int)}
+
+
 def _gave_checks(memory: SeatMemory) -> bool:
     """Whether the seat has said a Sheriff's result (suspicious or not) in
     public."""
@@ -946,11 +963,16 @@ def move_table(memory: SeatMemory) -> MoveTable:
         # nor for results a player gave today (seen in a lobby: "Player 4, do
         # you have any results to share?" after Player 4's Investigator result)
         shared = _reported(memory, public)
+        # nor how a player votes who voted or said so today (seen in a lobby:
+        # "Player 3, who are you voting for today?" after Player 3's vote and
+        # its "I am voting Player 5 today.")
+        voiced = _voiced_votes(memory, public)
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
                    if q.format(name=memory.name(s)) not in heard
                    and not (t == "role" and s in claimed)
+                   and not (t == "vote" and s in voiced)
                    and not (t == "results" and (s in shared or (
                        s in claimed and not _investigates(claimed[s][-1][1]))))
                    and t not in MOOT.get(memory.phase, ())})
