@@ -80,6 +80,7 @@ from tossim.engine.phases import votes_needed, weight
 from tossim.engine.rules import apply
 from tossim.engine.state import Game, Phase, Player
 from tossim.engine.view import View, Viewer, view
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ class WallTimer(Timer):
     async def next(self, inbox: asyncio.Queue[object], until: float,
                    busy: Collection[asyncio.Future[Any]]) -> object | None:
         try:
-            return await asyncio.wait_for(inbox.get(), max(0.0, until - time.time()))
+            return await within(inbox.get(), max(0.0, until - time.time()))
         except TimeoutError:
             return None
 
@@ -569,7 +570,7 @@ class Match:
         with self._abstains_on_failure(slot):
             if limit is None:
                 return list(await asking)
-            return list(await asyncio.wait_for(asking, max(0.0, limit)))
+            return list(await within(asking, max(0.0, limit)))
         return []
 
     def _answer(self, slot: int, cmds: Iterable[Command]) -> None:

@@ -42,6 +42,7 @@ from tossim.engine.legal import LegalAction
 from tossim.engine.view import View
 from tossim.inference.base import Backend
 from tossim.inference.seeds import derive_seed
+from tossim.timeouts import within
 
 SIDE_COMMANDS = frozenset({"chat", "whisper", "will", "death_note"})  # actions.SIDE_TAGS
 
@@ -141,7 +142,7 @@ async def _in_time(turn: Callable[[], Awaitable[Command | None]],
     if deadline is None:
         return await turn()
     try:
-        return await asyncio.wait_for(turn(), max(0.0, deadline - time.monotonic()))
+        return await within(turn(), max(0.0, deadline - time.monotonic()))
     except TimeoutError:
         return None
 

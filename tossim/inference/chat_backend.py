@@ -44,6 +44,7 @@ from tossim.inference.base import BackendUnavailable
 from tossim.inference.catalogue import ModelEntry
 from tossim.inference.limits import RateLimiter, RateLimitExceeded, shared_limiter
 from tossim.inference.seeds import derive_seed
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +302,7 @@ class ChatBackend:
                 except RateLimitExceeded as exc:
                     raise ChatError("rate_limit", str(exc)) from None
                 remaining = deadline - time.monotonic()
-                return await asyncio.wait_for(self._send(body, remaining),
+                return await within(self._send(body, remaining),
                                               max(remaining, 0.01))
             except ChatError as exc:  # bad_reply, rate limiter
                 self._count(exc.kind, errors)
@@ -483,7 +484,7 @@ async def probe_entries(entries: Sequence[ModelEntry],
     async def one(entry: ModelEntry) -> str | None:
         backend = shared_chat_backend(entry)
         try:
-            return await asyncio.wait_for(
+            return await within(
                 backend.ensure_mode(time.monotonic() + limit), limit + 1.0)
         except (ChatError, TimeoutError) as exc:
             if backend.mode is None and backend.probe_error is None:

@@ -48,6 +48,7 @@ from tossim.inference.base import (
 )
 from tossim.inference.bundled import DEFAULT_BUNDLED, model_dir
 from tossim.inference.vocabulary import outlines_core_vocabulary
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -695,7 +696,7 @@ async def _until_deadline(req: GenerationRequest,
     if left is None:
         return await fut
     try:
-        return await asyncio.wait_for(asyncio.shield(fut), left + DEADLINE_GRACE_S)
+        return await within(asyncio.shield(fut), left + DEADLINE_GRACE_S)
     except TimeoutError:
         if fut.done() and not fut.cancelled():  # it came just now
             return fut.result()

@@ -36,6 +36,7 @@ from tossim.inference.base import (
     deadline_result,
     seconds_left,
 )
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ class OpenAIBackend(Backend):
         if left is None:
             return await self._complete_now(r)
         try:
-            return await asyncio.wait_for(self._complete_now(r), left)
+            return await within(self._complete_now(r), left)
         except TimeoutError:
             return deadline_result(r)
 

@@ -33,6 +33,7 @@ from tossim.inference.base import (
     HFTokenizer,
     seconds_left,
 )
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ class VLLMBackend(Backend):
         # task aborts it too (docs/agents.md#deadlines)
         late = False
         try:
-            await asyncio.wait_for(follow(), seconds_left(r.deadline))
+            await within(follow(), seconds_left(r.deadline))
         except TimeoutError:
             late = True
         finally:

@@ -33,6 +33,7 @@ from tossim.engine import View
 from tossim.server.bus import Bus, game_channel
 from tossim.server.workers import RemoteSeat
 from tossim.store import Store
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class DaySummaries:
                        seconds: float) -> None:
         started = time.monotonic()
         try:
-            text = await asyncio.wait_for(
+            text = await within(
                 model_summary(seat, self.game_id, public, day, seed, seconds), seconds)
         except TimeoutError:
             log.warning("game %s: the model's summary of day %d did not come within %.1f s; "

@@ -23,6 +23,7 @@ from tossim.engine import Game, GameConfig, apply, command_from_dict
 from tossim.engine.replay import rerun
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.store import Store
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +217,7 @@ class GameMirror:
     async def wait_change(self, timeout: float | None = None) -> None:
         event = self.changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            await within(event.wait(), timeout)
 
     async def close(self) -> None:
         if self._task is not None:

@@ -104,6 +104,7 @@ from tossim.server.bus import (
     worker_request_channel,
 )
 from tossim.server.worker_wire import Cancel, Forget, Welcome, WorkerHello
+from tossim.timeouts import within
 
 log = logging.getLogger(__name__)
 _background: set[asyncio.Task[None]] = set()  # fire-and-forget sends, kept alive
@@ -713,7 +714,7 @@ async def worker_socket(ws: WebSocket) -> None:
                                                    "message, never in the URL")
         return
     try:
-        frame = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
+        frame = json.loads(await within(ws.receive_text(), HELLO_TIMEOUT))
         if not isinstance(frame, dict):
             raise ValueError("not an object")
         token = frame.get("token")  # checked first: a stranger learns nothing more

@@ -46,6 +46,7 @@ from tossim.server.wire import (
     events_message,
     parse_client,
 )
+from tossim.timeouts import within
 
 router = APIRouter()
 
@@ -132,7 +133,7 @@ async def first_message(ws: WebSocket, timeout: float = AUTH_TIMEOUT) -> Auth:
     or nothing within `timeout`; its `field` is "token" for a token that
     cannot be one, answered as an unknown token)."""
     try:
-        frame = await asyncio.wait_for(ws.receive(), timeout)
+        frame = await within(ws.receive(), timeout)
     except TimeoutError:
         raise WireError(f"expected an auth message within {timeout:g} s") from None
     if frame["type"] == "websocket.disconnect":
@@ -404,7 +405,7 @@ class Connection:
                 await self._send_standins(mirror)
                 if self.delay:  # the delayed present moves on by itself
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), 1.0)
+                        await within(self.wake.wait(), 1.0)
                     continue
                 self.idle = True
                 try:
@@ -630,7 +631,7 @@ class Connection:
             await bus.publish(command_channel(self.game_id), {
                 "type": "seat", "slot": self.slot, "command": command, "reply_to": reply_to,
                 "expires": time.time() + COMMAND_TTL})
-            reply = await asyncio.wait_for(_first(sub), REPLY_TIMEOUT)
+            reply = await within(_first(sub), REPLY_TIMEOUT)
         except TimeoutError:
             reply = {"ok": False, "error": "the game did not answer (is it running?); "
                                            "the command was not applied"}
