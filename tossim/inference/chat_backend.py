@@ -302,8 +302,7 @@ class ChatBackend:
                 except RateLimitExceeded as exc:
                     raise ChatError("rate_limit", str(exc)) from None
                 remaining = deadline - time.monotonic()
-                return await within(self._send(body, remaining),
-                                              max(remaining, 0.01))
+                return await within(self._send(body, remaining), max(remaining, 0.01))
             except ChatError as exc:  # bad_reply, rate limiter
                 self._count(exc.kind, errors)
                 kind, detail = exc.kind, exc.detail
