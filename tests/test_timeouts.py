@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -19,7 +20,8 @@ from tossim.agents.driver import WallTimer
 from tossim.timeouts import within
 
 
-async def _cancel_as_an_item_arrives(wait: object) -> tuple[bool, int]:
+async def _cancel_as_an_item_arrives(
+        wait: Callable[[asyncio.Queue[int]], Awaitable[object]]) -> tuple[bool, int]:
     """A task that takes items with `wait(queue)` in a loop is cancelled in
     the same turn as an item arrives: (whether it stopped, items taken)."""
     inbox: asyncio.Queue[int] = asyncio.Queue()
@@ -27,7 +29,7 @@ async def _cancel_as_an_item_arrives(wait: object) -> tuple[bool, int]:
 
     async def consume() -> None:
         while True:
-            await wait(inbox)  # type: ignore[operator]
+            await wait(inbox)
             taken[0] += 1
 
     task = asyncio.create_task(consume())

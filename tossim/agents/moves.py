@@ -444,26 +444,20 @@ def own_cover_plan(memory: SeatMemory,
 RESULT_KINDS = frozenset({cv.SUSPICIOUS, cv.INNOCENT, cv.GROUP, cv.VISITED, cv.MAFIA_VISITED})
 
 
-def _reported(memory: SeatMemory, events: Sequence[dict[str, Any]]) -> set[int]:
-    """The authors who said a night result in the public chat of `events`."""
-    return {author for _day, author, c in _public_said(memory, events)
-            if c.kind in RESULT_KINDS}
-
-
-def _voiced_votes(memory: SeatMemory, public: Sequence[dict[str, Any]]) -> set[int]:
+def _voiced_votes(memory: SeatMemory, public: Sequence[dict[str, Any]],
+                  claims: Sequence[tuple[int, int, cv.Claim]]) -> set[int]:
     """The players whose vote today is no question: they cast one (a public
     `vote.cast`/`vote.changed` of today) or said one in `public` (today's
-    public chat): a plan ("My vote goes to NAME."), a call to vote
-    ("Vote NAME!") or any accusation the claims reader finds."""
+    public chat, whose `_public_said` claims are `claims`): a plan ("My vote
+    goes to NAME."), a call to vote ("Vote NAME!") or any accusation."""
     out = {(e.get("data") or {}).get("voter") for e in memory.day_events(memory.day)
            if e["key"] in ("vote.cast", "vote.changed")}
-    said = tuple(before + display_name(p.name) + after
-                 for p in memory.living() for before, after in _VOTE_PLAN_HEADS)
+    said = _named(memory, _VOTE_PLAN_HEADS)
     for e in public:
         data = e.get("data") or {}
         if any(sentence in str(data.get("text", "")) for sentence in said):
             out.add(data.get("author"))
-    out |= {author for _day, author, c in _public_said(memory, public) if c.kind == cv.ACCUSE}
+    out |= {author for _day, author, c in claims if c.kind == cv.ACCUSE}
     return {s for s in out if isinstance(s, int)}
 
 
@@ -663,11 +657,18 @@ def own_public_lines(memory: SeatMemory, day: int | None = None) -> list[tuple[i
             if e["key"] == "chat.public" and e["data"].get("author") == memory.slot]
 
 
+def _named(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Each wording whose `_heads` these are, said of each living player:
+    the sentence's head with the name in it -> the player's slot."""
+    return {before + display_name(p.name) + after: p.slot
+            for p in memory.living() for before, after in heads}
+
+
 def _said_today(memory: SeatMemory, heads: Sequence[tuple[str, str]]) -> list[int]:
     """The living players this seat's public lines of today named in one of
     the wordings whose `_heads` these are, newest first."""
-    said = {before + display_name(p.name) + after: p.slot
-            for p in memory.living() if p.slot != memory.slot for before, after in heads}
+    said = {sentence: slot for sentence, slot in _named(memory, heads).items()
+            if slot != memory.slot}
     return [slot for _day, text in reversed(own_public_lines(memory, memory.day))
             for sentence, slot in said.items() if sentence in text]
 
@@ -962,11 +963,12 @@ def move_table(memory: SeatMemory) -> MoveTable:
                                           for e in public)
         # nor for results a player gave today (seen in a lobby: "Player 4, do
         # you have any results to share?" after Player 4's Investigator result)
-        shared = _reported(memory, public)
+        heard_claims = list(_public_said(memory, public))
+        shared = {author for _day, author, c in heard_claims if c.kind in RESULT_KINDS}
         # nor how a player votes who voted or said so today (seen in a lobby:
         # "Player 3, who are you voting for today?" after Player 3's vote and
         # its "I am voting Player 5 today.")
-        voiced = _voiced_votes(memory, public)
+        voiced = _voiced_votes(memory, public, heard_claims)
         for s in askable:
             group("ask", f"ask {name(s)} about ",
                   {t: Ask(s, t) for t, q in QUESTIONS.items()
