@@ -83,7 +83,9 @@ export function derive(events, n, { spoilers = false, viewerSlot = null, hidden 
       const p = players.get(Number(d.player));
       if (p) {
         p.alive = false;
-        p.death = { day: e.day, at_night: e.key === "dawn.death", causes: d.causes || (e.key === "lynch.death" ? ["lynch"] : []) };
+        // a death found at dawn of Day N was on Night N-1, as the live view says
+        const atNight = e.key === "dawn.death";
+        p.death = { day: atNight ? e.day - 1 : e.day, at_night: atNight, causes: d.causes || (e.key === "lynch.death" ? ["lynch"] : []) };
         if (you && p.slot === you.slot) you.alive = false;
       }
     }

@@ -1263,6 +1263,31 @@ def test_replay_viewer_steps_jumps_spoilers_moment_link_export(
     pg.keyboard.press("End")
     assert log_versions(pg) == versions
     assert pg.is_visible(tid("game-result"))  # the end: the result
+    # its graveyard says when each player died as the live view does: a death
+    # found at dawn of Day N was on Night N-1 (seen: "Night 2" for a player
+    # the Mafia killed on Night 1)
+    when: dict[int, str] = {}
+    for e in events:
+        if e["key"] in ("dawn.death", "lynch.death"):
+            night = e["key"] == "dawn.death"
+            when[e["data"]["player"]] = f"Night {e['day'] - 1}" if night else f"Day {e['day']}"
+        elif e["key"] == "dawn.revived":
+            when.pop(e["data"]["player"], None)
+    for slot, w in when.items():
+        meta = pg.text_content(f"{tid(f'grave-{slot}')} .grave-meta") or ""
+        assert meta.startswith(w + " "), (slot, meta, w)
+    # (and whatever this deal held: a Night 1 kill found at dawn of Day 2)
+    death = pg.evaluate("""async () => {
+      const { derive } = await import('/replay.js');
+      const events = [
+        {v: 1, day: 1, phase: 'day1', key: 'game.start', audience: 'public',
+         data: {players: [{slot: 1, name: 'Ann'}, {slot: 2, name: 'Bob'}]}},
+        {v: 2, day: 2, phase: 'discussion', key: 'phase.discussion', audience: 'public', data: {}},
+        {v: 3, day: 2, phase: 'discussion', key: 'dawn.death', audience: 'public',
+         data: {player: 2, causes: ['mafia']}}];
+      return derive(events, events.length).roster[1].death;
+    }""")
+    assert (death["day"], death["at_night"]) == (1, True)
     pg.keyboard.press("Home")
     assert log_versions(pg) == []
     pg.keyboard.press("ArrowRight")
