@@ -53,3 +53,27 @@ def test_the_extractive_summary_quotes_whole_thoughts() -> None:
     assert "Hello all" not in text and "weather" not in text
     # a claim in a person's own words (seen in a lobby: "hi all, im Investigator")
     assert 'Player 2: "hi all, im doc"' in text
+
+
+def test_a_voter_is_named_once_per_target_after_a_pardon() -> None:
+    """Seen in a demo's Day 2 summary: "Votes against Player 5: Player 3,
+    Player 2, …, Player 3, Player 2" after Player 5 was pardoned and voted up
+    again. Each voter is named once under each player they voted against."""
+    from tossim.engine import apply
+    from tossim.engine.commands import Judge, Vote
+
+    t = day3_investigator()
+    g = t.game
+    for voter in (1, 2, 5, 6):
+        apply(g, Vote(voter, 4))
+    t.timeout()  # Defense -> Judgement
+    for judge in (1, 2, 5, 6, 7, 8):
+        apply(g, Judge(judge, "innocent"))
+    t.timeout()  # pardoned: back to Voting
+    for voter in (1, 2):
+        apply(g, Vote(voter, 4))
+    apply(g, Vote(5, 8))
+    t.observe()
+    text = fallback_summary(t.memories[7], 3)
+    assert "Votes against Player 4: Player 1, Player 2, Player 5, Player 6." in text, text
+    assert "Votes against Player 8: Player 5." in text, text

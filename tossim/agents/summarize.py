@@ -88,8 +88,13 @@ def fallback_summary(memory: SeatMemory, day: int, max_quotes: int = 12) -> str:
             if stated:
                 said.append(f"{escape_text(memory.name(data.get('author')))}: {quote(stated)}")
         elif key in ("vote.cast", "vote.changed"):
-            votes.setdefault(data.get("target"), []).append(
-                escape_text(memory.name(data.get("voter"))))
+            # each voter once per target (seen in a demo's summary: "Votes
+            # against Player 5: Player 3, Player 2, …, Player 3, Player 2"
+            # after a pardon and a second vote on the same player)
+            voters = votes.setdefault(data.get("target"), [])
+            voter = escape_text(memory.name(data.get("voter")))
+            if voter not in voters:
+                voters.append(voter)
         elif key in OUTCOME_KEYS:
             parts.append(escape_text(e["text"]))
     out = said[:max_quotes]
