@@ -10,6 +10,7 @@ drops the cancellation when both land in one turn of the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from tossim.agents.driver import WallTimer
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 
 async def _cancel_as_an_item_arrives(
@@ -90,3 +91,58 @@ async def test_with_no_time_left_nothing_starts_unless_it_is_done() -> None:
     with pytest.raises(TimeoutError):
         await within(pending, 0)
     assert pending.cancelled()
+
+
+def test_stopped_ends_a_task_that_swallows_its_first_cancellation(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A task that catches CancelledError to clean up and then waits again
+    would hang a bare `cancel(); await task` forever (a server that never
+    exits on SIGTERM). `stopped` cancels it again after the grace period and
+    says so in the log; a task that ends on the first cancel, one already
+    done with an error, and None are all fine."""
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.Event().wait()  # "cleans up" forever, until cancelled again
+
+    async def failed() -> None:
+        raise RuntimeError("boom")
+
+    async def main() -> tuple[bool, bool, bool]:
+        a = asyncio.create_task(stubborn(), name="stubborn")
+        b = asyncio.create_task(asyncio.Event().wait(), name="polite")
+        c = asyncio.create_task(failed())
+        await asyncio.sleep(0)
+        await stopped(a, None, b, c, grace=0.05)
+        return a.cancelled(), b.cancelled(), c.done()
+
+    with caplog.at_level("WARNING", logger="tossim.timeouts"):
+        assert asyncio.run(main()) == (True, True, True)
+    assert [r.getMessage() for r in caplog.records] == [
+        "stubborn ignored a cancellation (1 of 3); cancelling it again"]
+
+
+def test_stopped_gives_up_on_a_task_that_never_stops(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Shutdown goes on without a task that ignores every cancellation; the
+    log names it."""
+    released = [False]
+
+    async def deaf() -> None:
+        while not released[0]:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.01)
+
+    async def main() -> bool:
+        task = asyncio.create_task(deaf(), name="deaf")
+        await asyncio.sleep(0)
+        await stopped(task, grace=0.02, tries=2)
+        alive = not task.done()
+        released[0] = True  # (the test's own clean-up: the loop must close)
+        await task
+        return alive
+
+    with caplog.at_level("WARNING", logger="tossim.timeouts"):
+        assert asyncio.run(main()) is True
+    assert caplog.records[-1].getMessage() == "deaf would not stop; shutting down without it"

@@ -13,16 +13,26 @@ then the demo game played eleven more days and the process never exited.
 `within` is built on it and keeps `wait_for`'s other rule (no time left:
 the awaitable is not started, TimeoutError at once, unless it is a future
 already done). Python 3.12 rebuilt `wait_for` on the same mechanism.
+
+`stopped(*tasks)`: how every long-lived task (a game's actor, its listeners,
+a mirror, the demo) is stopped on shutdown. A bare `task.cancel(); await
+task` waits forever on a task that swallows the cancellation (code that
+catches CancelledError to clean up and then waits again); `stopped` cancels
+again after each grace period, says so in the log, and gives up after a few
+tries rather than hanging the server's shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["within"]
+__all__ = ["stopped", "within"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -45,3 +55,32 @@ async def within(aw: Awaitable[T], seconds: float | None) -> T:
         raise TimeoutError
     async with asyncio.timeout(seconds):
         return await aw
+
+
+async def stopped(*tasks: asyncio.Future[Any] | None, grace: float = 5.0,
+                  tries: int = 3) -> None:
+    """Cancel `tasks` (None: skipped) and wait until they have ended, each
+    one's outcome (a result, an error, the cancellation) retrieved and
+    dropped. A task still running `grace` seconds after a cancel is
+    cancelled again, up to `tries` times; one that outlives that is named in
+    the log and left behind. A cancellation of the caller is passed on."""
+    live = {t for t in tasks if t is not None and not t.done()}
+    for attempt in range(1, tries + 1):
+        if not live:
+            break
+        for running in live:
+            running.cancel()
+        _done, live = await asyncio.wait(live, timeout=grace)
+        for running in live if attempt < tries else ():
+            log.warning("%s ignored a cancellation (%d of %d); cancelling it again",
+                        _name(running), attempt, tries)
+    for running in live:
+        log.error("%s would not stop; shutting down without it", _name(running))
+    for task in tasks:
+        if task is not None and task.done():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                task.result()
+
+
+def _name(task: asyncio.Future[Any]) -> str:
+    return task.get_name() if isinstance(task, asyncio.Task) else repr(task)

@@ -34,6 +34,7 @@ from tossim.server.bus import Bus
 from tossim.server.runner import ActorHub, GameActor
 from tossim.server.settings import Settings
 from tossim.store import ArenaGameRow, ArenaRow, ConflictError, Store
+from tossim.timeouts import stopped
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +195,7 @@ async def play_arena(store: Store, bus: Bus, settings: Settings, arena: ArenaRow
                     progress.errors += 1
             update()
     finally:
-        for task in running:
-            task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stopped(*running)
         await hub.stop_all()
     if progress.finished:
         await store.set_arena_status(arena.id, "finished")

@@ -30,7 +30,6 @@ is built and lives only inside the client; nothing here logs it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -44,7 +43,7 @@ from tossim.inference.base import BackendUnavailable
 from tossim.inference.catalogue import ModelEntry
 from tossim.inference.limits import RateLimiter, RateLimitExceeded, shared_limiter
 from tossim.inference.seeds import derive_seed
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 log = logging.getLogger(__name__)
 
@@ -522,11 +521,7 @@ def start_probes(catalogue_path: Any = None,
 
 async def stop_probes(task: asyncio.Task[Any] | None) -> None:
     """Cancel start-up probes still running (server shutdown)."""
-    if task is None:
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await stopped(task)
 
 
 def forget_shared() -> None:

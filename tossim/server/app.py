@@ -34,6 +34,7 @@ from tossim.server.workers import WorkerHub
 from tossim.server.workers import router as workers_router
 from tossim.server.ws import router as ws_router
 from tossim.store import Store
+from tossim.timeouts import stopped
 
 log = logging.getLogger(__name__)
 
@@ -180,10 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if preload is not None:  # a load in its thread runs to its end
                 with contextlib.suppress(Exception):
                     await preload
-            if demo is not None:
-                demo.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await demo
+            await stopped(demo)
             await app.state.actors.stop_all()
             await app.state.workers.close()
             await app.state.mirrors.close()

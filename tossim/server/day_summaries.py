@@ -14,7 +14,6 @@ way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
@@ -33,7 +32,7 @@ from tossim.engine import View
 from tossim.server.bus import Bus, game_channel
 from tossim.server.workers import RemoteSeat
 from tossim.store import Store
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +167,4 @@ class DaySummaries:
             self.tasks.difference_update(running)
 
     async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stopped(*self.tasks)

@@ -32,6 +32,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tossim.timeouts import stopped
+
 log = logging.getLogger(__name__)
 
 MAX_URL_BYTES = 8192
@@ -414,9 +416,7 @@ class RedisSeatLimiter(SeatLimiter):
     async def aclose(self) -> None:
         """Stop refreshing, and take this process's open sockets off the count."""
         if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._refresher
+            await stopped(self._refresher)
             self._refresher = None
         for key, entries in list(self.entries.items()):
             with contextlib.suppress(Exception):

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tossim.server.bus import Bus, Subscription, lobby_channel
+from tossim.timeouts import stopped
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,7 @@ class WatchedLobby:
             self.changed = asyncio.Event()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        await stopped(self._task)
         if self._sub is not None:
             await self._sub.close()
 

@@ -23,7 +23,7 @@ from tossim.engine import Game, GameConfig, apply, command_from_dict
 from tossim.engine.replay import rerun
 from tossim.server.bus import Bus, Subscription, command_channel, game_channel
 from tossim.store import Store
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 log = logging.getLogger(__name__)
 
@@ -220,10 +220,7 @@ class GameMirror:
             await within(event.wait(), timeout)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        await stopped(self._task)
         if self._sub is not None:
             await self._sub.close()
 

@@ -80,6 +80,7 @@ from tossim.server.settings import Settings
 from tossim.server.standins import StandIns, StandInSeat, describe
 from tossim.server.workers import RemoteSeat, WorkerHub
 from tossim.store import ConflictError, Store
+from tossim.timeouts import stopped
 
 log = logging.getLogger(__name__)
 
@@ -256,11 +257,7 @@ class GameActor:
 
     async def stop(self) -> None:
         await self.day_summaries.close()
-        for task in (self.task, self._sub_task, self._think_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await stopped(self.task, self._sub_task, self._think_task)
         if self._sub is not None:
             await self._sub.close()
 
@@ -819,18 +816,12 @@ class ActorHub:
         """Stop every actor and release this process's leases (another
         process takes those games over at once)."""
         self._closing = True
-        if self._keeper is not None:
-            self._keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._keeper
-            self._keeper = None
+        await stopped(self._keeper)
+        self._keeper = None
         for actor in list(self.actors.values()):
             await actor.stop()
         self.actors.clear()
-        for watcher in list(self._watchers):
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watcher
+        await stopped(*self._watchers)
         if self.leased:
             try:
                 await self.store.release_leases(self.owner, self.leased)

@@ -104,7 +104,7 @@ from tossim.server.bus import (
     worker_request_channel,
 )
 from tossim.server.worker_wire import Cancel, Forget, Welcome, WorkerHello
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 log = logging.getLogger(__name__)
 _background: set[asyncio.Task[None]] = set()  # fire-and-forget sends, kept alive
@@ -377,11 +377,7 @@ class WorkerHub:
 
     async def close(self) -> None:
         """Leave the fleet: the others drop this process's workers at once."""
-        for task in [*self._tasks, *self._serving.values()]:
-            task.cancel()
-        for task in [*self._tasks, *self._serving.values()]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stopped(*self._tasks, *self._serving.values())
         self._tasks.clear()
         for sub in self._subs:
             await sub.close()

@@ -46,7 +46,7 @@ from tossim.server.wire import (
     events_message,
     parse_client,
 )
-from tossim.timeouts import within
+from tossim.timeouts import stopped, within
 
 router = APIRouter()
 
@@ -274,10 +274,7 @@ class Connection:
             finally:
                 with contextlib.suppress(Exception):
                     await self._presence(socket_id, False)
-                for sender in senders:
-                    sender.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await sender
+                await stopped(*senders)
         except WebSocketDisconnect:
             pass
         finally:
@@ -333,10 +330,7 @@ class Connection:
                         else:
                             await self.send_error(0, "the game has not started yet")
             finally:
-                if receiving is not None:
-                    receiving.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await receiving
+                await stopped(receiving)
 
     def _is_ping(self, text: str | None) -> bool:
         """Whether a frame is a well-formed `ping` (a seat waiting in the lobby
