@@ -177,9 +177,17 @@ export class GameView {
       class: "event-log", testid: "event-log", role: "log", "aria-label": "Game events",
       tabindex: "0",
     });
+    // the log follows the newest event until the reader scrolls up; a
+    // change of its height (the AI thinking panel below it growing, a
+    // window resized) keeps a following log at its end
+    this.following = true;
     this.logEl.addEventListener("scroll", () => {
-      if (this.nearBottom()) this.setUnread(0);
+      this.following = this.nearBottom();
+      if (this.following) this.setUnread(0);
     });
+    if (typeof ResizeObserver === "function") {
+      new ResizeObserver(() => { if (this.following) this.scrollToEnd(); }).observe(this.logEl);
+    }
     this.jumpEl = h("button", {
       class: "jump", type: "button", hidden: true, testid: "jump-latest",
       onclick: () => this.scrollToEnd(),
@@ -909,7 +917,7 @@ export class GameView {
   // ---- event log ---------------------------------------------------------------
 
   addEvents(events) {
-    const stick = this.nearBottom();
+    const stick = this.following || this.nearBottom();
     const frag = document.createDocumentFragment();
     const late = [];
     for (const e of events) {
@@ -1003,6 +1011,7 @@ export class GameView {
   }
 
   scrollToEnd() {
+    this.following = true;
     this.logEl.scrollTop = this.logEl.scrollHeight;
     this.setUnread(0);
   }

@@ -564,6 +564,26 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     # Omniscient: every role is on the roster.
     pg.wait_for_function(
         "() => document.querySelectorAll('[data-testid=roster] .role').length === 15")
+    # On a desktop the log scrolls inside the game and follows the newest
+    # event, which stays on screen as the game and the AI thinking panel
+    # below it grow (seen: the whole page grew to 7,000 px and a spectator
+    # saw the role cards of the start while the game went on far below)
+    newest_on_screen = """() => {
+        const log = document.querySelector('[data-testid=event-log]');
+        const last = log.lastElementChild.getBoundingClientRect();
+        const box = log.getBoundingClientRect();
+        return document.scrollingElement.scrollHeight <= innerHeight + 1
+            && log.scrollHeight > log.clientHeight
+            && last.bottom <= box.bottom + 1 && last.top >= box.top - 1
+            && box.bottom <= innerHeight;
+    }"""
+    count = len(log_versions(pg))
+    pg.wait_for_function(
+        f"() => document.querySelectorAll('[data-testid=event-log] > li').length > {count}",
+        timeout=60000)
+    assert pg.evaluate(newest_on_screen), pg.evaluate(
+        "() => [document.scrollingElement.scrollHeight, innerHeight]")
+    assert pg.is_hidden(tid("jump-latest"))
     # Switch to one player's point of view with the selector.
     pg.select_option(tid("viewer-select"), "3")
     pg.wait_for_url(f"**/#/watch/{gid}?viewer=3")
