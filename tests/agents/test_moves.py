@@ -1920,3 +1920,28 @@ def test_a_plan_gives_way_when_the_player_claims_what_a_result_showed() -> None:
     assert {m.target for m in after.values()} - {4}, list(after)  # others may be charged now
     assert 4 in {m.target for m in move_table(investigator).speak.values()
                  if isinstance(m, Defend)}
+
+
+def test_a_question_asked_by_a_seat_earlier_in_the_round_is_withdrawn() -> None:
+    """Seen in the demo (turn by turn, all model seats asked at once and
+    answered in seat order): Player 1 and Player 2 both asked the accused
+    "Player 4, what is in your last will?" in one Judgement. A seat's line
+    that a seat before it in the round has already said is withdrawn (its
+    turn record says so); the first seat's question is said."""
+    from tossim.agents.driver import Match
+
+    t = day3_investigator()
+    g = t.game
+    for voter in (1, 2, 5, 6):
+        apply(g, Vote(voter, 4))
+    t.timeout()  # Defense -> Judgement
+    assert g.phase.value == "judgement"
+    ask = ["<thinking>Guilty.</thinking>", "<judge>guilty</judge>",
+           "<thinking>Their will.</thinking>", "<speak>ask Player 4 about will</speak>"]
+    seats = {slot: LLMSeat(slot, ToolLoop(ScriptedBackend(ask), MOVES)) for slot in (1, 5)}
+    match = Match(g, seats)
+    asyncio.run(match._turn(g.phase_seq))
+    asked = [e for e in g.events if e.key == "chat.public"
+             and e.data.get("text") == "Player 4, what is in your last will?"]
+    assert [e.data["author"] for e in asked] == [1]
+    assert seats[5].turn_log[-1]["steps"][-1]["fault"] == "stale"

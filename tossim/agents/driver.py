@@ -448,14 +448,7 @@ class Match:
         game = self.game
         if isinstance(item, _Answer):
             if item.seq == game.phase_seq and item.slot in self.seats:
-                seat, commands = self.seats[item.slot], item.commands
-                if isinstance(seat, ModelSeat) and any(isinstance(c, Chat) for c in commands):
-                    # the game went on while it thought: its lines may no
-                    # longer hold (its view now, without moving its cursor)
-                    commands = seat.still_meant(
-                        view(game, self._viewer(item.slot), since=self.seen.get(item.slot, 0)),
-                        commands)
-                self._answer(item.slot, commands)
+                self._answer(item.slot, self._still_meant(item.slot, item.commands))
             for sink in self.sinks:
                 await sink.answered(game, item.slot)
             return
@@ -500,7 +493,7 @@ class Match:
             for slot in asked:
                 task = thinking.pop(slot, None)
                 if task is not None:
-                    cmds = await task
+                    cmds = self._still_meant(slot, await task)
                 elif self.clock.bot_s is None and _plain_sync(seat := self.seats[slot]):
                     cmds = self._ask_now(slot, seat)
                 else:
@@ -572,6 +565,18 @@ class Match:
                 return list(await asking)
             return list(await within(asking, max(0.0, limit)))
         return []
+
+    def _still_meant(self, slot: int, commands: list[Command]) -> list[Command]:
+        """A model seat's answer, less the lines that no longer hold: the
+        game went on while it thought (in real time, anything; turn by turn,
+        the seats before it in the round, whose lines it had not seen: seen
+        in the demo, two seats asked the accused "what is in your last
+        will?" in one Judgement). Its view now, without moving its cursor."""
+        seat = self.seats[slot]
+        if not isinstance(seat, ModelSeat) or not any(isinstance(c, Chat) for c in commands):
+            return commands
+        return seat.still_meant(
+            view(self.game, self._viewer(slot), since=self.seen.get(slot, 0)), commands)
 
     def _answer(self, slot: int, cmds: Iterable[Command]) -> None:
         """Apply one seat's commands in order; a refused one is counted as a
