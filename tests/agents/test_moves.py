@@ -769,6 +769,10 @@ def test_at_night_only_a_jailor_asks_and_only_its_prisoner() -> None:
 
     assert asked(1) == {5}
     assert asked(5) == set() and asked(2) == set()
+    # nor about the day's vote, which is over ("Player 5, who are you voting
+    # for today?" in the jail)
+    assert "vote" not in {m.topic for m in move_table(t.memories[1]).speak.values()
+                          if isinstance(m, Ask)}
 
 
 def test_a_false_claim_to_the_team_at_night_is_the_cover_for_tomorrow() -> None:

@@ -61,9 +61,11 @@ QUESTIONS: dict[str, str] = {
 # questions with no answer in a phase: on Day 1 no night has passed and no
 # vote is held (seen in the demo: "Player 15, who are you voting for today?"
 # on Day 1); on trial the day's vote is over (seen in the demo: three seats
-# asked the accused "who are you voting for today?" in one Judgement)
+# asked the accused "who are you voting for today?" in one Judgement); at
+# night, in jail, the day's vote is over too
 MOOT: dict[str, tuple[str, ...]] = {"day1": ("results", "vote"), "defense": ("vote",),
-                                    "judgement": ("vote",), "last_words": ("vote",)}
+                                    "judgement": ("vote",), "last_words": ("vote",),
+                                    "night": ("vote",)}
 DEATH_NOTES = ("We know your secret.", "You talked too much.", "Nothing personal.",
                "You were next on the list.", "Sleep well.")
 SHERIFF_SUSPICIOUS = frozenset({"night.sheriff_mafia", "night.sheriff_sk",
