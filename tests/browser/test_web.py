@@ -584,6 +584,13 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     assert pg.evaluate(newest_on_screen), pg.evaluate(
         "() => [document.scrollingElement.scrollHeight, innerHeight]")
     assert pg.is_hidden(tid("jump-latest"))
+    # where the right column wraps under the game (a small laptop), the page
+    # scrolls instead and the log keeps a reader's height (seen at 1024x768:
+    # the graveyard and the thinking panel had left it 94 px)
+    pg.set_viewport_size({"width": 1024, "height": 768})
+    pg.wait_for_function(
+        "() => document.querySelector('[data-testid=event-log]').clientHeight >= 0.5 * innerHeight")
+    pg.set_viewport_size({"width": 1400, "height": 900})
     # Switch to one player's point of view with the selector.
     pg.select_option(tid("viewer-select"), "3")
     pg.wait_for_url(f"**/#/watch/{gid}?viewer=3")
