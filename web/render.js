@@ -917,7 +917,7 @@ export class GameView {
   // ---- event log ---------------------------------------------------------------
 
   addEvents(events) {
-    const stick = this.following || this.nearBottom();
+    const stick = this.following;
     const frag = document.createDocumentFragment();
     const late = [];
     for (const e of events) {

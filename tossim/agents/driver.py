@@ -573,8 +573,9 @@ class Match:
         in the demo, two seats asked the accused "what is in your last
         will?" in one Judgement). Its view now, without moving its cursor."""
         seat = self.seats[slot]
-        if not isinstance(seat, ModelSeat) or not any(isinstance(c, Chat) for c in commands):
-            return commands
+        if (not isinstance(seat, ModelSeat) or not any(isinstance(c, Chat) for c in commands)
+                or len(self.game.events) == self.seen.get(slot, 0)):
+            return commands  # (nothing has happened since its view: it all holds)
         return seat.still_meant(
             view(self.game, self._viewer(slot), since=self.seen.get(slot, 0)), commands)
 
