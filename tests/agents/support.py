@@ -47,9 +47,11 @@ class Tracker:
 
 
 def day3_investigator(extra_chat: tuple[tuple[int, str], ...] = (), *,
-                      fake_doctor: bool = True) -> Tracker:
+                      fake_doctor: bool = True,
+                      day2_chat: tuple[tuple[int, str], ...] = ()) -> Tracker:
     """Day 3, Voting, seen by every seat; Player 7 (Investigator) took turns
-    on Night 1 and Night 2."""
+    on Night 1 and Night 2. `extra_chat` is said on Day 3, `day2_chat` on
+    Day 2."""
     g = new_game(GameConfig(players=9, seed=3, roles=DAY3_ROLES))
     t = Tracker(g, list(range(1, 10)))
     t.observe()
@@ -63,6 +65,8 @@ def day3_investigator(extra_chat: tuple[tuple[int, str], ...] = (), *,
     t.turn(7)
     t.timeout()  # Day 2
     apply(g, Chat(5, "I am the Lookout."))
+    for slot, text in day2_chat:
+        apply(g, Chat(slot, text))
     t.timeout()  # Voting
     t.timeout()  # Night 2
     apply(g, NightAction(7, (2,)))

@@ -25,6 +25,7 @@ from tossim.agents.moves import (
     Defend,
     Reason,
     Report,
+    Result,
     VotePlan,
     WillMove,
     _guilty_shot,
@@ -732,6 +733,33 @@ def test_a_seat_reports_what_it_found_before_asking_and_asks_once() -> None:
     # and what it reported today is not offered again today (seen: "Results:
     # Player 4 is not suspicious." in the discussion and again in the vote)
     assert not any(isinstance(m, Report) for m in move_table(memory).speak.values())
+
+
+def test_a_result_said_on_an_earlier_day_waits_for_the_new_one() -> None:
+    """Seen in a lobby: on Day 3 a Sheriff seat said "Here is what I have:
+    Player 3 is not suspicious.", its Night 1 result, which it had said on
+    Day 2, and never its Night 2 result. While a seat holds a result it has
+    never said, that is the one it reports; once said, the older one may be
+    repeated."""
+    def reports(memory: SeatMemory) -> list[Result]:
+        return [m.result for m in move_table(memory).speak.values() if isinstance(m, Report)]
+
+    first, second = own_results(day3_investigator().memories[7])
+    memory = day3_investigator().memories[7]
+    night1 = f"Results: {first.sentence(memory.name)}"
+    memory = day3_investigator(day2_chat=((7, night1),)).memories[7]
+    assert reports(memory) == [second]
+    assert unreported(memory) == [second]
+    # a true claim today carries the new result, not the one said yesterday
+    from tossim.agents.protocols import Parsed
+
+    claim = speak_move(memory, Parsed("final", "speak", {"text": "claim Investigator"}))[0]
+    assert second.sentence(memory.name) in claim.args["text"]
+    assert first.sentence(memory.name) not in claim.args["text"]
+    # once the new one is said, the older one may be said again today
+    night2 = f"Last night's result: {second.sentence(memory.name)}"
+    memory = day3_investigator(((7, night2),), day2_chat=((7, night1),)).memories[7]
+    assert reports(memory) == [first]
 
 
 def test_a_claim_is_said_once_a_day() -> None:

@@ -642,13 +642,19 @@ _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
 
 
 def unreported(memory: SeatMemory, mine: Sequence[Result] | None = None) -> list[Result]:
-    """The seat's results (the latest of each phrase) not yet said in public
-    today: a result is reported once a day (seen in a lobby: "Results:
+    """The seat's results (the latest of each phrase, oldest first) to say
+    in public now: those it has never said, while it holds one (seen in a
+    lobby: on Day 3 a Sheriff seat said again the Night 1 result it had
+    given on Day 2, and never its Night 2 result); else those not yet said
+    today, as a result is reported once a day (seen in a lobby: "Results:
     Player 4 is not suspicious." in the discussion and again in the vote)."""
-    today = "\n".join(text for _day, text in own_public_lines(memory, memory.day))
+    lines = own_public_lines(memory)
+    ever = "\n".join(text for _day, text in lines)
+    today = "\n".join(text for day, text in lines if day == memory.day)
     latest = {r.phrase(_shown(memory)): r
               for r in (own_results(memory) if mine is None else mine)}
-    return [r for r in latest.values() if r.sentence(memory.name) not in today]
+    fresh = [r for r in latest.values() if r.sentence(memory.name) not in ever]
+    return fresh or [r for r in latest.values() if r.sentence(memory.name) not in today]
 
 
 def own_public_lines(memory: SeatMemory, day: int | None = None) -> list[tuple[int, str]]:
