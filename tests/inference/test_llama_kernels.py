@@ -51,3 +51,28 @@ def test_the_installed_build_loads_kernels_this_cpu_runs() -> None:
     assert name is not None and name not in llama_kernels.AMX_VARIANTS
     assert llama_kernels.score(found[name]) > 0
     assert llama_kernels.load_cpu_kernels() == name  # once per process
+
+
+def test_kernels_missing_from_where_the_wheel_says_get_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on a machine where llama-cpp-python went in with `pip install
+    --target`: its kernels were not where its file list said, and the model
+    load failed with only "Failed to load model from file"."""
+    from importlib import metadata
+
+    class Listed:
+        def __init__(self, path: Path) -> None:
+            self.name, self._path = path.name, path
+
+        def locate(self) -> Path:
+            return self._path
+
+    present = _libs(tmp_path, "haswell")[0]
+    present.write_bytes(b"")
+    files = [Listed(p) for p in _libs(tmp_path / "elsewhere", "haswell", "zen4")]
+    monkeypatch.setattr(metadata, "files", lambda name: files)
+    with pytest.raises(BackendUnavailable, match="lists its CPU kernels"):
+        llama_kernels.installed_variants()
+    # where they are, they are found
+    monkeypatch.setattr(metadata, "files", lambda name: [Listed(present)])
+    assert llama_kernels.installed_variants() == [present]

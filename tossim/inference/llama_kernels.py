@@ -68,8 +68,18 @@ def installed_variants() -> list[Path]:
         files = metadata.files("llama_cpp_python") or []
     except metadata.PackageNotFoundError:
         return []
-    found = (Path(str(f.locate())) for f in files if f.name.startswith(PREFIX))
-    return sorted(p for p in found if p.name.endswith(".so") and p.is_file())
+    listed = [Path(str(f.locate())) for f in files
+              if f.name.startswith(PREFIX) and f.name.endswith(".so")]
+    found = sorted(p for p in listed if p.is_file())
+    if listed and not found:
+        # seen with `pip install --target`: the wheel's `bin/` files land
+        # where its file list does not say, and the model load then failed
+        # with only "Failed to load model from file"
+        raise BackendUnavailable(
+            f"llama-cpp-python lists its CPU kernels ({listed[0].name}, ...) but none is "
+            f"at {listed[0].parent}; install it into a virtual environment "
+            "(docs/agents.md, \"Building llama-cpp-python\")")
+    return found
 
 
 def score(path: Path) -> int:
