@@ -38,6 +38,7 @@ from tossim.agents.moves import (
     night_choice,
     own_claim,
     own_results,
+    proven,
     reasons,
     render,
     speak_move,
@@ -1179,6 +1180,38 @@ def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
     assert jester.day == 4 and 4 not in {p.slot for p in jester.living()}
     votes = [r for r in reasons(jester)[5] if r.kind == "vote"]
     assert not [r for r in votes if r.other == 4], votes
+
+
+def test_a_town_seat_stands_by_a_player_whose_result_a_lynch_bore_out() -> None:
+    """Seen in a lobby: the Investigator's result led to the Godfather's
+    lynch, and next day both Town model seats said "I am voting Player 7
+    today." of the Investigator. A Town seat stands by a player whose public
+    result a death has shown true (no vote plan, call to vote or guilty
+    against them while others are left); a result the death did not bear out
+    earns nothing, and the Mafia's seats are not bound."""
+    t = day3_investigator(((5, "Player 4 is suspicious!"),
+                           (6, "Player 4 could be a Doctor, Disguiser, or Serial Killer.")))
+    for voter in (1, 5, 6, 7):
+        apply(t.game, Vote(voter, 4))  # Player 4, the Mafioso
+    t.timeout()  # Judgement
+    t.observe()
+    for p in t.memories[1].living():
+        if p.slot != 4:
+            apply(t.game, Judge(p.slot, "guilty"))
+    t.timeout()  # Last Words
+    t.timeout()  # Night 3
+    t.timeout()  # Day 4
+    t.observe()
+    sheriff, godfather = t.memories[1], t.memories[2]
+    assert sheriff.day == 4 and 4 not in {p.slot for p in sheriff.living()}
+    assert proven(sheriff) == {5} and proven(godfather) == set()
+
+    def against(memory: SeatMemory) -> set[int]:
+        return {m.target for m in move_table(memory).speak.values()
+                if isinstance(m, (VotePlan, Accuse))}
+
+    assert against(sheriff) and 5 not in against(sheriff)
+    assert 5 in against(godfather)
 
 
 def test_a_defence_is_said_once_a_game_and_again_for_the_accused() -> None:

@@ -722,9 +722,29 @@ def trusted(memory: SeatMemory, results: Sequence[Result] | None = None,
     `own_results`, `claimed`: `_claims`, when already read."""
     mine = own_results(memory) if results is None else results
     claimed = _claims(memory) if claimed is None else claimed
-    return defended_today(memory) | {
+    return defended_today(memory) | proven(memory) | {
         r.target for r in mine
         if _fits(r, said[-1][1] if (said := claimed.get(r.target)) else None)}
+
+
+def proven(memory: SeatMemory) -> set[int]:
+    """For a Town seat, the living players whose result said in public a
+    death has borne out: "Player 5 is suspicious!" or "Player 5 could be a
+    Bodyguard, Godfather, or Arsonist." of a player since shown to be an
+    enemy of the Town (a role the Town must lynch, among the roles the
+    result named). A Town player stands by such a player (seen in a lobby:
+    the Investigator's result led to the Godfather's lynch, and next day
+    both Town model seats said they would vote for the Investigator).
+    Empty for other seats, whose votes follow their own goals."""
+    if memory.you.faction != "town":
+        return set()
+    shown = {p.slot: p.role for p in memory.dead() if p.role and _enemy(p.role)}
+    if not shown:
+        return set()
+    living = {p.slot for p in memory.living()} - {memory.slot}
+    return {author for _day, author, c in _public_said(memory)
+            if author in living and c.target in shown
+            and (c.kind == cv.SUSPICIOUS or (c.kind == cv.GROUP and shown[c.target] in c.roles))}
 
 
 def spared(memory: SeatMemory, results: Sequence[Result] | None = None,
