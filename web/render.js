@@ -179,11 +179,22 @@ export class GameView {
     });
     // the log follows the newest event until the reader scrolls up; a
     // change of its height (the AI thinking panel below it growing, a
-    // window resized) keeps a following log at its end
+    // window resized) keeps a following log at its end. Only a move up
+    // stops it: a browser runs a frame's scroll events before its resize
+    // observers, so a scroll event pending when the log's box shrank saw
+    // the log short of its end and stopped it (seen in the demo: the live
+    // log stuck at a Judgement with "17 new" while the game was at night)
     this.following = true;
+    this.lastTop = 0;
     this.logEl.addEventListener("scroll", () => {
-      this.following = this.nearBottom();
-      if (this.following) this.setUnread(0);
+      const top = this.logEl.scrollTop;
+      if (this.nearBottom()) {
+        this.following = true;
+        this.setUnread(0);
+      } else if (top < this.lastTop) {
+        this.following = false;
+      }
+      this.lastTop = top;
     });
     if (typeof ResizeObserver === "function") {
       new ResizeObserver(() => { if (this.following) this.scrollToEnd(); }).observe(this.logEl);
