@@ -598,12 +598,24 @@ def test_watch_page_screenshot(page: Page, server: Server) -> None:
     pg.wait_for_function(
         f"() => document.querySelectorAll('[data-testid=event-log] > li').length > {count}",
         timeout=60000)
-    at_end = pg.evaluate("""() => {
+    distance = """() => {
         const log = document.querySelector('[data-testid=event-log]');
         return log.scrollHeight - log.scrollTop - log.clientHeight;
-    }""")
+    }"""
+    at_end = pg.evaluate(distance)
     assert at_end < 48 and pg.is_hidden(tid("jump-latest")), at_end
     pg.evaluate("() => { document.querySelector('[data-testid=event-log]').style.maxHeight = ''; }")
+    # a reader who scrolls up stays where they are; new events are counted
+    # on the jump button, which takes them back to the newest
+    box = pg.locator(tid("event-log")).bounding_box()
+    assert box is not None
+    pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    pg.mouse.wheel(0, -600)
+    pg.wait_for_selector(f"{tid('jump-latest')}:not([hidden])", timeout=60000)
+    assert "new" in (pg.text_content(tid("jump-latest")) or "")
+    assert pg.evaluate(distance) > 300
+    pg.click(tid("jump-latest"))
+    assert pg.evaluate(distance) < 48 and pg.is_hidden(tid("jump-latest"))
     # where the right column wraps under the game (a small laptop), the page
     # scrolls instead and the log keeps a reader's height (seen at 1024x768:
     # the graveyard and the thinking panel had left it 94 px)
