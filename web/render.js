@@ -477,6 +477,10 @@ export class GameView {
   }
 
   applyState(state) {
+    // an error was about the phase it happened in: a new phase clears it
+    // (seen on a phone: "Choose a player first." from a night's Confirm
+    // still showed in the next day's discussion)
+    if (this.state && state.phase_seq !== this.state.phase_seq) this.clearError();
     this.state = state;
     this.names = new Map((state.roster || []).map((p) => [p.slot, p.name]));
     if (state.phase === "ended" && this.connEl.dataset.status === "live") this.setConnection("ended", "");

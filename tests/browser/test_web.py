@@ -200,11 +200,12 @@ def demo_game_id(server: Server, timeout: float = 30) -> str:
 # ---- the browser ----------------------------------------------------------------------
 
 def synthetic(pg: Any) -> tuple[Callable[..., None], Callable[[], list[dict[str, Any]]]]:
-    """On the synthetic page: `show(phase, *legal)` puts a state with these
-    legal actions on it; `commands()` takes the commands the page sent since."""
+    """On the synthetic page: `show(phase, *legal, seq=5)` puts a state with
+    these legal actions (and phase number) on it; `commands()` takes the
+    commands the page sent since."""
 
-    def show(phase: str, *legal: dict[str, Any]) -> None:
-        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal)})
+    def show(phase: str, *legal: dict[str, Any], seq: int = 5) -> None:
+        pg.evaluate(SYNTHETIC, {"phase": phase, "legal": list(legal), "seq": seq})
 
     def commands() -> list[dict[str, Any]]:
         out = pg.evaluate("window.__commands.splice(0)")
@@ -212,6 +213,24 @@ def synthetic(pg: Any) -> tuple[Callable[..., None], Callable[[], list[dict[str,
         return out
 
     return show, commands
+
+
+@pytest.mark.browser
+def test_an_error_is_cleared_when_its_phase_ends(page: Page, server: Server) -> None:
+    """Seen on a phone: "Choose a player first." from a night's Confirm still
+    showed in the next day's discussion. An error stays for its phase and
+    goes with it."""
+    pg = page.page
+    pg.goto(f"{server.base}/")
+    show, commands = synthetic(pg)
+    show("night", _legal("night", [2, 3], 1, "jail"), seq=7)
+    pg.click(tid("night-submit"))
+    assert "Choose a player first." in pg.text_content(tid("error"))
+    show("night", _legal("night", [2, 3], 1, "jail"), seq=7)  # the same night goes on
+    assert pg.is_visible(tid("error"))
+    show("discussion", _legal("chat", options=["public"]), seq=8)
+    assert pg.is_hidden(tid("error")) and commands() == []
+    page.check_clean()
 
 
 @pytest.mark.browser
@@ -860,7 +879,7 @@ async (legal) => {
                            death_notes: []}} : {}),
   }));
   window.__view.update([], {
-    day: 2, phase: legal.phase, phase_seq: 5, deadline: Date.now() / 1000 + 30, roster,
+    day: 2, phase: legal.phase, phase_seq: legal.seq, deadline: Date.now() / 1000 + 30, roster,
     you: {slot: 1, name: 'P1', role: 'Jailor', faction: 'town', alignment: 'Town Killing',
           summary: 's', goal: 'g', alive: true, uses: {executions: 3}, will: '', death_note: '',
           jailed: false, night_action: [], vote: null, verdict: null, jail_choice: null},
