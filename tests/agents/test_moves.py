@@ -1159,12 +1159,12 @@ def test_a_made_up_result_is_said_once_a_day() -> None:
     assert told not in lies().values() and lies()
 
 
-def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
-    """Seen in a lobby: "Vote Player 4! Because they voted for Ann on Day 2."
-    after Ann was lynched as the Godfather. A trial vote against a player
-    since shown to be an enemy of the Town is no reason to suspect the
-    voter."""
-    t = day3_investigator()
+def day4_after_the_mafioso_is_lynched(extra_chat: tuple[tuple[int, str], ...] = ()
+                                      ) -> Tracker:
+    """`day3_investigator` (with `extra_chat` on Day 3) played on: Player 4,
+    the Mafioso, is voted up by Players 1, 5, 6 and 7 and lynched; Day 4's
+    discussion, seen by every seat."""
+    t = day3_investigator(extra_chat)
     for voter in (1, 5, 6, 7):
         apply(t.game, Vote(voter, 4))  # Player 4, the Mafioso
     t.timeout()  # Judgement
@@ -1176,6 +1176,15 @@ def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
     t.timeout()  # Night 3
     t.timeout()  # Day 4
     t.observe()
+    return t
+
+
+def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
+    """Seen in a lobby: "Vote Player 4! Because they voted for Ann on Day 2."
+    after Ann was lynched as the Godfather. A trial vote against a player
+    since shown to be an enemy of the Town is no reason to suspect the
+    voter."""
+    t = day4_after_the_mafioso_is_lynched()
     jester = t.memories[8]
     assert jester.day == 4 and 4 not in {p.slot for p in jester.living()}
     votes = [r for r in reasons(jester)[5] if r.kind == "vote"]
@@ -1189,19 +1198,9 @@ def test_a_town_seat_stands_by_a_player_whose_result_a_lynch_bore_out() -> None:
     result a death has shown true (no vote plan, call to vote or guilty
     against them while others are left); a result the death did not bear out
     earns nothing, and the Mafia's seats are not bound."""
-    t = day3_investigator(((5, "Player 4 is suspicious!"),
-                           (6, "Player 4 could be a Doctor, Disguiser, or Serial Killer.")))
-    for voter in (1, 5, 6, 7):
-        apply(t.game, Vote(voter, 4))  # Player 4, the Mafioso
-    t.timeout()  # Judgement
-    t.observe()
-    for p in t.memories[1].living():
-        if p.slot != 4:
-            apply(t.game, Judge(p.slot, "guilty"))
-    t.timeout()  # Last Words
-    t.timeout()  # Night 3
-    t.timeout()  # Day 4
-    t.observe()
+    t = day4_after_the_mafioso_is_lynched(
+        ((5, "Player 4 is suspicious!"),
+         (6, "Player 4 could be a Doctor, Disguiser, or Serial Killer.")))
     sheriff, godfather = t.memories[1], t.memories[2]
     assert sheriff.day == 4 and 4 not in {p.slot for p in sheriff.living()}
     assert proven(sheriff) == {5} and proven(godfather) == set()
