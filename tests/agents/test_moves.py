@@ -1191,6 +1191,43 @@ def test_a_vote_against_a_player_shown_to_be_mafia_is_no_charge() -> None:
     assert not [r for r in votes if r.other == 4], votes
 
 
+def test_yesterdays_verdict_does_not_unbind_todays_vote() -> None:
+    """Seen in the demo: a Jailor seat voted against Player 12 and said
+    "Leave Player 12 alone: they claimed Bodyguard." in the same Voting; its
+    view still held the guilty verdict of the day before ("Your verdict:
+    guilty."), which took the place of the vote that binds its talk. A
+    verdict is shown for the trial under way only, and binds only then."""
+    t = day3_investigator()
+    for voter in (1, 5, 6, 7):
+        apply(t.game, Vote(voter, 4))
+    t.timeout()  # Judgement
+    apply(t.game, Judge(1, "guilty"))
+    t.observe()
+    assert t.memories[1].you.verdict == "guilty"
+    for p in t.memories[1].living():
+        if p.slot not in (1, 4):
+            apply(t.game, Judge(p.slot, "guilty"))
+    t.timeout()  # Last Words
+    t.observe()
+    assert t.memories[1].phase == "last_words" and t.memories[1].you.verdict == "guilty"
+    t.timeout()  # Night 3
+    t.timeout()  # Day 4
+    t.timeout()  # Voting
+    t.observe()
+    sheriff = t.memories[1]
+    assert sheriff.phase == "voting" and sheriff.you.verdict is None
+    defended = {m.target for m in move_table(sheriff).speak.values() if isinstance(m, Defend)}
+    assert 5 in defended  # Player 5 claimed Lookout
+    apply(t.game, Vote(1, 5))
+    t.observe()
+    assert not [m for m in move_table(sheriff).speak.values()
+                if isinstance(m, Defend) and m.target == 5]
+    # a stale verdict in a seat's memory binds nothing either
+    sheriff.you = replace(sheriff.you, verdict="guilty")
+    assert not [m for m in move_table(sheriff).speak.values()
+                if isinstance(m, Defend) and m.target == 5]
+
+
 def test_a_town_seat_stands_by_a_player_whose_result_a_lynch_bore_out() -> None:
     """Seen in a lobby: the Investigator's result led to the Godfather's
     lynch, and next day both Town model seats said "I am voting Player 7

@@ -114,8 +114,11 @@ def broken_words(events: list[dict[str, Any]]) -> list[str]:
     """What the model seats did against their own public words, in order:
     a vote for another player than the plan (or call to vote) the seat said
     that day, a call to vote another player than the one it voted against
-    that day, a vote for a player it defended that day, a guilty verdict on
-    a player it defended in that trial, and a role claimed twice in one day."""
+    that day, a vote for a player it defended that day, a defence of a
+    player it voted against or called to vote that day (seen in the demo:
+    "Leave Player 12 alone: they claimed Bodyguard." right after its vote
+    against Player 12), a guilty verdict on a player it defended in that
+    trial, and a role claimed twice in one day."""
     names = {1: "Alice", **{s: f"Player {s}" for s in range(2, 8)}}
     slot_of = {n: s for s, n in names.items()}
     who = "(?P<who>" + "|".join(re.escape(n) for n in names.values()) + ")"
@@ -151,6 +154,9 @@ def broken_words(events: list[dict[str, Any]]) -> list[str]:
             for rx in defences:
                 if (m := rx.search(text)):
                     trusted.setdefault(key, set()).add(slot_of[m["who"]])
+                    if slot_of[m["who"]] in (voted.get(key), plan.get(key)):
+                        out.append(f"Player {key[0]} voted or called to vote {m['who']} "
+                                   f"and then spoke up for them on Day {key[1]}: {text!r}")
                     if e["phase"] == "judgement":
                         spoke_for.setdefault(key[0], set()).add(slot_of[m["who"]])
             claims = sum(c.kind == cv.ROLE for c in vocab.parse(text))

@@ -911,7 +911,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
         plan = None
     accused = memory.trial.get("accused") if memory.phase == "judgement" else None
     spared = accused if memory.you.verdict == "innocent" else None
-    condemned = accused if memory.you.verdict == "guilty" else plan
+    condemned = accused if accused is not None and memory.you.verdict == "guilty" else plan
     # while a player stands trial the talk is about them (seen in the demo:
     # "I trust Player 5 for now; they claimed Lookout." in the Judgement of
     # Player 6): charges, defences and questions name only the accused; so

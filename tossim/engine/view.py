@@ -165,6 +165,11 @@ class SelfView:
     jailed: bool = False
     night_action: tuple[int, ...] = ()
     vote: int | None = None
+    # the seat's verdict on the player standing trial now: set in the
+    # Judgement and its Last Words, None otherwise (the engine keeps the
+    # last trial's verdicts until the next Judgement; seen: a seat's "Your
+    # verdict: guilty." on the next day's vote, which let it speak up for the
+    # player it had just voted against)
     verdict: str | None = None
     target: int | None = None
     prisoner: int | None = None
@@ -306,6 +311,8 @@ def _graveyard(death: Death, all_known: bool) -> Grave:
 
 _FACTION_VALUE = {f: f.value for f in Faction}
 _PHASE_VALUE = {p: p.value for p in Phase}
+# the phases in which a seat's verdict is about the trial under way (`SelfView.verdict`)
+_VERDICT_PHASES = frozenset({Phase.JUDGEMENT, Phase.LAST_WORDS})
 
 
 _new = object.__new__
@@ -330,7 +337,8 @@ def _self_view(game: Game, p: Player, teammates: tuple[int, ...] | None) -> Self
         summary=spec.summary, goal=spec.goal, alive=p.alive,
         uses=FrozenDict(p.uses), will=p.will, death_note=p.death_note,
         jailed=game.prisoner == slot, night_action=tuple(game.night_actions.get(slot, ())),
-        vote=game.votes.get(slot), verdict=game.verdicts.get(slot),
+        vote=game.votes.get(slot),
+        verdict=game.verdicts.get(slot) if game.phase in _VERDICT_PHASES else None,
         target=p.target if p.role == "executioner" else None,
         prisoner=game.prisoner if jailor else None,
         jail_choice=game.jail_choice if jailor else None,
