@@ -641,14 +641,16 @@ _VOTE_PLAN_HEADS = _heads((*VOTE_PLAN_WORDINGS, cv.say_accuse("{name}")))
 _DEFEND_HEADS = _heads(DEFEND_WORDINGS)
 
 
-def unreported(memory: SeatMemory, mine: Sequence[Result] | None = None) -> list[Result]:
+def unreported(memory: SeatMemory, mine: Sequence[Result] | None = None,
+               lines: Sequence[tuple[int, str]] | None = None) -> list[Result]:
     """The seat's results (the latest of each phrase, oldest first) to say
     in public now: those it has never said, while it holds one (seen in a
     lobby: on Day 3 a Sheriff seat said again the Night 1 result it had
     given on Day 2, and never its Night 2 result); else those not yet said
     today, as a result is reported once a day (seen in a lobby: "Results:
-    Player 4 is not suspicious." in the discussion and again in the vote)."""
-    lines = own_public_lines(memory)
+    Player 4 is not suspicious." in the discussion and again in the vote).
+    `mine` (`own_results`) and `lines` (`own_public_lines`): when already read."""
+    lines = own_public_lines(memory) if lines is None else lines
     ever = "\n".join(text for _day, text in lines)
     today = "\n".join(text for day, text in lines if day == memory.day)
     latest = {r.phrase(_shown(memory)): r
@@ -848,7 +850,7 @@ def move_table(memory: SeatMemory) -> MoveTable:
     lines = own_public_lines(memory)
     spoken = "\n".join(text for _day, text in lines)
     today = "\n".join(text for day, text in lines if day == memory.day)
-    group("report", "report ", {r.phrase(name): Report(r) for r in unreported(memory, mine)})
+    group("report", "report ", {r.phrase(name): Report(r) for r in unreported(memory, mine, lines)})
     living = [p.slot for p in memory.living() if p.slot != memory.slot]
     # a Mafia member never turns the town on a teammate its View names: no
     # "suspicious" lie, accusation or vote plan against one (covering is fine)
